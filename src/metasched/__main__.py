@@ -1,0 +1,3 @@
+from metasched.cli.main import main
+
+main()

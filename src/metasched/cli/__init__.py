@@ -1,0 +1,1 @@
+"""Thin command-line layer: parse, wire objects, print."""

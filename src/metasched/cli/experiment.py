@@ -1,0 +1,9 @@
+"""``metasched experiment NAME``: the papers' experiments. Each registers itself on ``app``."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="Reproduce and extend the papers' experiments (CSV + PNG + summary).", no_args_is_help=True)
+
+# One import line per experiment module (each defines an ``@app.command``).

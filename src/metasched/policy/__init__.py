@@ -1,0 +1,1 @@
+"""Pure scheduling policies (no I/O): local schedulers, queue orders, meta-schedulers, mappers."""

@@ -1,0 +1,140 @@
+"""The policy contracts. Every policy is pure: a snapshot of the world and ``now`` in, decisions out.
+
+A policy never reads a clock, a random generator it did not get from its caller, a database, a
+file or a subprocess. The trace simulator (:mod:`metasched.sim`) and the live metaqueue
+(:mod:`metasched.runtime`) drive the *same* policy objects; what is measured in simulation is what
+runs on the clusters.
+
+Families, each with one abstract decision method:
+
+* :class:`QueueOrder` (``policy/priority``): ranks the queued jobs of one site (``rank``).
+* :class:`LocalScheduler` (``policy/local``): which queued jobs start now at one site (``plan``).
+* meta-schedulers (``policy/meta``) and mappers (``policy/mapping``) define their bases next to
+  these as their issues land.
+
+Conventions for every concrete policy: one public class per file named as the literature names
+it; a short ``key`` used by the CLI, config files and result files; keyword-only tunables with
+defaults, no side effects in ``__init__``; a docstring giving the source, the invariant kept and
+the tie-break rule; registered in its family's ``REGISTRY``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from metasched.model.job import Job
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job running at a site: what the scheduler may know about it.
+
+    ``expected_end`` is ``start_time`` + the job's estimate at that site; it may lie in the past
+    when jobs may overrun their estimate, and schedulers then treat it as ending "now".
+    """
+
+    job: Job
+    start_time: float
+    procs: int
+    expected_end: float
+
+
+@dataclass(frozen=True, slots=True)
+class SiteView:
+    """Snapshot of one site handed to a :class:`LocalScheduler`.
+
+    ``queue`` is in arrival order (the scheduler applies its own :class:`QueueOrder`); each queued
+    job's ``requested_time`` is its estimate *at this site* and ``requested_procs`` its width.
+    ``running`` may be in any order. ``free_procs`` = ``total_procs`` - processors held by
+    ``running`` (a multi-site driver may hold some processors for other reasons, hence explicit).
+    """
+
+    total_procs: int
+    free_procs: int
+    running: Sequence[RunningJob]
+    queue: Sequence[Job]
+    name: str = ""
+
+
+@dataclass(slots=True)
+class Plan:
+    """A local scheduler's decision for one scheduling pass.
+
+    ``starts``: jobs to start now, in the order the scheduler chose them.
+    ``reservations``: for queued jobs that do not start now, the instant at which the scheduler
+    has reserved processors for them (EASY: the blocked head only; conservative: every job).
+    """
+
+    starts: list[Job] = field(default_factory=list)
+    reservations: dict[int, float] = field(default_factory=dict)
+
+
+class QueueOrder(ABC):
+    """Orders the queue of one site: the pluggable priority of every backfilling scheduler.
+
+    ``rank`` returns a sortable key, smaller first. Ties must be broken deterministically; every
+    order in this package ends its key with ``(submit_time, job_id)`` (FCFS).
+    """
+
+    key: ClassVar[str]
+    #: True when ``rank`` is exactly arrival order, so drivers may skip sorting.
+    is_arrival_order: ClassVar[bool] = False
+
+    @abstractmethod
+    def rank(self, job: Job, view: SiteView, now: float) -> Any:
+        """Sort key of ``job`` in ``view``'s queue at ``now``; smaller runs first."""
+
+    def order(self, view: SiteView, now: float) -> list[Job]:
+        """The queue of ``view`` in priority order."""
+        if self.is_arrival_order:
+            return list(view.queue)
+        return sorted(view.queue, key=lambda job: self.rank(job, view, now))
+
+
+class LocalScheduler(ABC):
+    """Decides which queued jobs start now at one site (space sharing, no preemption).
+
+    Invariant every implementation keeps: the processors of the jobs it starts never exceed
+    ``view.free_procs``.
+    """
+
+    key: ClassVar[str]
+
+    def __init__(self, *, order: QueueOrder | None = None) -> None:
+        # Imported here so that base.py stays the root of the policy package.
+        from metasched.policy.priority.fcfs import Fcfs
+
+        self.order: QueueOrder = order if order is not None else Fcfs()
+
+    @abstractmethod
+    def plan(self, view: SiteView, now: float) -> Plan:
+        """Jobs of ``view.queue`` to start at ``now`` (and reservations for the others)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(order={self.order.key!r})"
+
+
+P = TypeVar("P")
+
+
+def build_registry(*classes: type[P]) -> dict[str, type[P]]:
+    """``{cls.key: cls}``, refusing duplicate keys."""
+    registry: dict[str, type[P]] = {}
+    for cls in classes:
+        key: str = cls.key  # type: ignore[attr-defined]
+        if key in registry:
+            raise ValueError(f"duplicate policy key {key!r}: {registry[key].__name__} and {cls.__name__}")
+        registry[key] = cls
+    return registry
+
+
+def lookup(registry: dict[str, type[P]], key: str, family: str) -> type[P]:
+    """The class registered under ``key``, or a ``KeyError`` listing the known keys."""
+    try:
+        return registry[key]
+    except KeyError:
+        known = ", ".join(sorted(registry))
+        raise KeyError(f"unknown {family} {key!r}; known: {known}") from None

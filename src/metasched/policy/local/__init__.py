@@ -1,0 +1,10 @@
+"""Local (single-site) schedulers. Add a class here and to ``REGISTRY``."""
+
+from metasched.policy.base import LocalScheduler, build_registry
+from metasched.policy.local.conservative import ConservativeBackfill
+from metasched.policy.local.easy import EasyBackfill
+from metasched.policy.local.fcfs import FcfsScheduler
+
+REGISTRY: dict[str, type[LocalScheduler]] = build_registry(FcfsScheduler, EasyBackfill, ConservativeBackfill)
+
+__all__ = ["REGISTRY", "ConservativeBackfill", "EasyBackfill", "FcfsScheduler"]

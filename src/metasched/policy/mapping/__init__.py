@@ -1,0 +1,1 @@
+"""Mappers: tasks onto heterogeneous machines from an ETC matrix."""

@@ -1,0 +1,1 @@
+"""Meta-schedulers: which site(s) get a job."""

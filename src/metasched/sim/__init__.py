@@ -1,0 +1,1 @@
+"""The trace simulator: event engine, site state, replays, metrics, experiments."""

@@ -1,0 +1,81 @@
+"""Replay of a workload through one site's local scheduler."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+
+from metasched.model.job import Job
+from metasched.policy.base import LocalScheduler
+from metasched.sim.schedule import Schedule
+from metasched.sim.site import SiteState
+
+ProgressFn = Callable[[int], None]
+
+
+def simulate(
+    jobs: Sequence[Job],
+    procs: int,
+    scheduler: LocalScheduler,
+    *,
+    progress: ProgressFn | None = None,
+    name: str = "site0",
+) -> Schedule:
+    """Run ``jobs`` on one machine of ``procs`` processors under ``scheduler``.
+
+    Semantics (see :mod:`metasched.sim.engine`): at each instant, release the jobs ending then,
+    add the jobs submitted then (in ``(submit_time, job_id)`` order), then run one scheduling
+    pass. A job runs for its ``run_time``; the scheduler only sees ``requested_time``. Whether a
+    job may run past its estimate is decided when the workload is normalised
+    (:func:`metasched.workload.swf.normalise`), not here.
+
+    ``progress`` is called with the number of jobs started since its previous call.
+    """
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
+    jobs_sorted = [jobs[i] for i in order]
+    for job in jobs_sorted:
+        if job.requested_procs > procs:
+            raise ValueError(f"job {job.job_id} needs {job.requested_procs} processors; the machine has {procs}")
+    schedule = Schedule.empty(list(jobs), procs, [name])
+    index_of = {job.job_id: i for i, job in zip(order, jobs_sorted, strict=True)}
+    if len(index_of) != len(jobs):
+        raise ValueError("job_id values must be unique within a workload")
+    start_time = schedule.start_time
+    end_time = schedule.end_time
+    site = SiteState(procs, name)
+    ends: list[tuple[float, int, int]] = []
+    seq = 0
+    n = len(jobs_sorted)
+    nxt = 0
+    inf = float("inf")
+    started_since = 0
+    while nxt < n or ends:
+        t_submit = jobs_sorted[nxt].submit_time if nxt < n else inf
+        t_end = ends[0][0] if ends else inf
+        now = t_submit if t_submit < t_end else t_end
+        while ends and ends[0][0] == now:
+            _, _, job_id = heapq.heappop(ends)
+            site.finish(job_id)
+        while nxt < n and jobs_sorted[nxt].submit_time == now:
+            site.submit(jobs_sorted[nxt])
+            nxt += 1
+        if not site.queue:
+            continue
+        plan = scheduler.plan(site.view(), now)
+        for job in plan.starts:
+            site.start(job, now)
+            k = index_of[job.job_id]
+            start_time[k] = now
+            end = now + job.run_time
+            end_time[k] = end
+            heapq.heappush(ends, (end, seq, job.job_id))
+            seq += 1
+        if progress is not None and plan.starts:
+            started_since += len(plan.starts)
+            if started_since >= 1000:
+                progress(started_since)
+                started_since = 0
+    if progress is not None and started_since:
+        progress(started_since)
+    schedule.site[:] = 0
+    return schedule
