@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from metasched.model import Job
 from metasched.workload.swf import (
@@ -167,3 +168,71 @@ def test_write_schedule_fills_wait_and_run(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         read_swf(tmp_path / "nope.swf")
+
+
+# ---------------------------------------------------------------- the two engines agree
+
+
+def _same(path: Path, **kw: object) -> None:
+    from metasched.workload.swf import read_swf_python
+
+    try:
+        fast = read_swf(path, **kw)  # type: ignore[arg-type]
+    except SwfError as err:
+        with pytest.raises(SwfError) as ref:
+            read_swf_python(path, **kw)  # type: ignore[arg-type]
+        assert str(ref.value) == str(err)
+        return
+    slow = read_swf_python(path, **kw)  # type: ignore[arg-type]
+    assert fast.jobs == slow.jobs
+    assert (fast.header, fast.dropped, fast.records, fast.notes, fast.max_procs) == (
+        slow.header,
+        slow.dropped,
+        slow.records,
+        slow.notes,
+        slow.max_procs,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[1] / "data").glob("swf_*.swf")))
+@pytest.mark.parametrize("overrun", [False, True])
+def test_engines_agree_on_fixtures(data_dir: Path, name: str, overrun: bool) -> None:
+    _same(data_dir / name, allow_overrun=overrun)
+
+
+_FIELD = st.sampled_from(["-1", "0", "1", "2", "7", "64", "100", "3600", "2.5", "-3"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(st.lists(_FIELD, min_size=16, max_size=16), max_size=12),
+    submits=st.lists(st.integers(-1, 50), min_size=12, max_size=12),
+    ids=st.lists(st.integers(1, 15), min_size=12, max_size=12),
+    header=st.sampled_from(["", "; MaxProcs: 64\n", "; MaxNodes: 8\n"]),
+    mangle=st.sampled_from(["", "drop", "extra", "word", "nan"]),
+)
+def test_engines_agree_on_random_files(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[list[str]],
+    submits: list[int],
+    ids: list[int],
+    header: str,
+    mangle: str,
+) -> None:
+    lines = [" ".join([str(ids[i]), str(submits[i]), *row]) for i, row in enumerate(rows)]
+    if lines and mangle:
+        k = len(lines) // 2
+        parts = lines[k].split()
+        if mangle == "drop":
+            parts.pop()
+        elif mangle == "extra":
+            parts.append("1")
+        elif mangle == "word":
+            parts[5] = "x"
+        else:
+            parts[3] = "nan"
+        lines[k] = " ".join(parts)
+    path = tmp_path_factory.mktemp("eng") / "r.swf"
+    path.write_text(header + "".join(line + "\n" for line in lines))
+    _same(path)
+    _same(path, allow_overrun=True)

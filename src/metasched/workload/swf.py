@@ -42,10 +42,13 @@ import gzip
 import io
 import math
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple, cast
+
+import numpy as np
 
 from metasched.model import Job
 
@@ -58,6 +61,7 @@ __all__ = [
     "normalise",
     "read_header",
     "read_swf",
+    "read_swf_python",
     "write_swf",
 ]
 
@@ -165,12 +169,13 @@ def _parse_header_line(text: str, header: dict[str, str], last_key: list[str]) -
 def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None = None) -> Iterator[SwfRecord]:
     """Yield the job lines of ``path`` as :class:`SwfRecord`, streaming (O(1) memory).
 
-    Comment lines fill ``header`` when a dict is given (the header precedes the jobs, so it is complete
-    when the first record is yielded). Blank lines are skipped. Raises :class:`SwfError` on a line
-    without 18 fields or with a non-numeric or non-finite field.
+    The comment lines before the first job line fill ``header`` when a dict is given (so it is
+    complete when the first record is yielded); later comment lines and blank lines are skipped.
+    Raises :class:`SwfError` on a line without 18 fields or with a non-numeric or non-finite field.
     """
     source = str(path)
     last_key: list[str] = []
+    in_jobs = False
     isfinite = math.isfinite
     with _open_text(path) as fh:
         for lineno, text in enumerate(fh, start=1):
@@ -178,9 +183,10 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
             if not parts:
                 continue
             if parts[0][0] == ";":
-                if header is not None:
+                if header is not None and not in_jobs:
                     _parse_header_line(text.strip(), header, last_key)
                 continue
+            in_jobs = True
             if len(parts) != N_FIELDS:
                 raise SwfError(source, lineno, f"expected {N_FIELDS} fields, found {len(parts)}")
             try:
@@ -322,16 +328,39 @@ def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_p
 
     ``max_procs`` overrides the header's machine size. Raises :class:`SwfError` on malformed input
     and ``FileNotFoundError`` when the file is missing.
+
+    Two engines give the same result: a vectorised one (NumPy's C ``loadtxt`` and array
+    normalisation, about 4x faster), used when the file is well formed and already sorted by
+    submit time, and the streaming pure-Python :func:`iter_records` + :func:`normalise`, used
+    otherwise, which finds the first bad line and names it (or notes and sorts an unsorted trace).
     """
+    if max_procs is not None and max_procs <= 0:
+        raise ValueError(f"max_procs must be positive, got {max_procs}")
+    source = str(path)
+    header = read_header(path)
+    declared = max_procs if max_procs is not None else header_max_procs(header)
+    result = _normalise_fast(path, declared, allow_overrun)
+    if result is None:
+        result = normalise(iter_records(path), allow_overrun=allow_overrun, max_procs=declared, source=source)
+    jobs, dropped, n, notes = result
+    size = declared if declared is not None else max((j.requested_procs for j in jobs), default=0)
+    return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
+
+
+def read_swf_python(
+    path: str | os.PathLike[str], *, allow_overrun: bool = False, max_procs: int | None = None
+) -> Workload:
+    """:func:`read_swf` with the streaming pure-Python engine only (the reference the fast engine is
+    tested against; O(1) memory besides the jobs)."""
+    if max_procs is not None and max_procs <= 0:
+        raise ValueError(f"max_procs must be positive, got {max_procs}")
     source = str(path)
     header: dict[str, str] = {}
     records = iter_records(path, header=header)
-    # The header precedes the first job line: pull one record so the header is known before
+    # The header precedes the first job line: pull one record so the header is complete before
     # checking widths against the machine size.
     first = next(records, None)
     declared = max_procs if max_procs is not None else header_max_procs(header)
-    if max_procs is not None and max_procs <= 0:
-        raise ValueError(f"max_procs must be positive, got {max_procs}")
 
     def chained() -> Iterator[SwfRecord]:
         if first is not None:
@@ -341,6 +370,70 @@ def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_p
     jobs, dropped, n, notes = normalise(chained(), allow_overrun=allow_overrun, max_procs=declared, source=source)
     size = declared if declared is not None else max((j.requested_procs for j in jobs), default=0)
     return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
+
+
+_CHUNK = 1 << 15
+
+
+def _normalise_fast(
+    path: str | os.PathLike[str], max_procs: int | None, allow_overrun: bool
+) -> tuple[list[Job], dict[str, int], int, list[str]] | None:
+    """The rules of :func:`normalise` on a NumPy array; None when the input needs the Python engine
+    (any malformed line, or submit times going backwards), which then reports it by line."""
+    try:
+        with _open_text(path) as fh, warnings.catch_warnings():
+            warnings.simplefilter("error")  # "input contained no data" must not pass silently
+            a = np.loadtxt(fh, comments=";", dtype=np.float64, ndmin=2)
+    except (ValueError, UserWarning):
+        return None
+    n = a.shape[0]
+    if a.shape[1] != N_FIELDS or not np.isfinite(a).all():
+        return None
+    ids, submit = a[:, 0], a[:, 1]
+    procs = np.maximum(a[:, 4], a[:, 7])
+    if (
+        (ids != np.trunc(ids)).any()
+        or np.unique(ids).size != n
+        or (submit < 0).any()
+        or (n > 1 and (np.diff(submit) < 0).any())
+        or (procs != np.trunc(procs)).any()
+        or (max_procs is not None and (procs > max_procs).any())
+    ):
+        return None
+    run = a[:, 3]
+    drop_run = run < 0
+    drop_procs = ~drop_run & (procs <= 0)
+    keep = ~(drop_run | drop_procs)
+    b, procs, run = a[keep], procs[keep], run[keep]
+    estimate = b[:, 8]
+    estimate = np.where(estimate < 0, run, estimate)
+    estimate = np.where(estimate <= 0, 1.0, estimate)
+    if not allow_overrun:
+        run = np.minimum(run, estimate)
+    order = np.lexsort((b[:, 0], b[:, 1]))  # by submit time, then job id
+    as_int = b.astype(np.int64)
+    procs_int = procs.astype(np.int64)
+    jobs: list[Job] = []
+    for lo in range(0, order.size, _CHUNK):
+        sl = order[lo : lo + _CHUNK]
+        jobs.extend(
+            map(
+                Job,
+                as_int[sl, 0].tolist(),
+                b[sl, 1].tolist(),
+                run[sl].tolist(),
+                estimate[sl].tolist(),
+                procs_int[sl].tolist(),
+                *(as_int[sl, k].tolist() for k in (11, 12, 13, 14, 15, 10, 16)),
+                b[sl, 17].tolist(),
+            )
+        )
+    dropped: dict[str, int] = {}
+    if drop_run.any():
+        dropped[DROP_UNKNOWN_RUN] = int(drop_run.sum())
+    if drop_procs.any():
+        dropped[DROP_NO_PROCS] = int(drop_procs.sum())
+    return jobs, dropped, n, []
 
 
 # --------------------------------------------------------------------------------------------- writing
