@@ -32,3 +32,16 @@ def test_shared_trace_reads(path) -> None:  # type: ignore[no-untyped-def]
     submits = [j.submit_time for j in w.jobs]
     assert submits == sorted(submits)
     assert "UnixStartTime" in w.header
+
+
+def test_engines_agree_on_a_real_trace() -> None:
+    """The vectorised and the streaming engines give the same KTH workload, with and without overrun."""
+    from metasched.workload.swf import read_swf_python
+
+    kth = [p for p in TRACES if p.name.startswith("KTH")]
+    if not kth:
+        pytest.skip("KTH-SP2 trace not in the shared traces")
+    for overrun in (False, True):
+        fast, slow = read_swf(kth[0], allow_overrun=overrun), read_swf_python(kth[0], allow_overrun=overrun)
+        assert fast.jobs == slow.jobs
+        assert (fast.header, fast.dropped, fast.records) == (slow.header, slow.dropped, slow.records)
