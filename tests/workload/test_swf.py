@@ -90,7 +90,7 @@ def test_unsorted_is_sorted_and_noted(data_dir: Path) -> None:
     [
         ("swf_bad_field_count.swf", 3, "expected 18 fields, found 17"),
         ("swf_bad_non_numeric.swf", 3, "'run_time' is not a finite number: 'ten'"),
-        ("swf_bad_too_wide.swf", 3, "8 processors, wider than the machine (4)"),
+        ("swf_bad_too_wide.swf", 3, "8 processors, wider than the machine (4;"),
         ("swf_bad_negative_submit.swf", 3, "negative submit time"),
         ("swf_bad_duplicate_id.swf", 3, "duplicate job number 1"),
         ("swf_bad_fractional_procs.swf", 2, "not an integer"),

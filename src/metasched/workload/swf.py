@@ -30,6 +30,9 @@ Malformed input raises :class:`SwfError` naming the file and line: wrong field c
 duplicate job number, a job wider than the machine (when the machine size is known from the header
 or the caller).
 
+The header is the ``; Key: value`` comment lines before the first job line (a repeated key's values
+are joined by newlines, an indented line continues the previous key); later comments are ignored.
+
 Fields that :class:`~metasched.model.Job` does not keep (wait time, average CPU time, memory,
 allocated processors) are not retained; :func:`write_swf` writes ``-1`` there, or the simulated wait
 when start times are given. ``home_site``, ``app_class`` and ``attrs`` have no SWF field and are not
@@ -275,7 +278,10 @@ def normalise(
             raise SwfError(source, lineno, f"processor count {procs_f!r} is not an integer (job {job_id})")
         if max_procs is not None and procs > max_procs:
             raise SwfError(
-                source, lineno, f"job {job_id} uses {procs} processors, wider than the machine ({max_procs})"
+                source,
+                lineno,
+                f"job {job_id} uses {procs} processors, wider than the machine ({max_procs}; "
+                "the header's MaxProcs/MaxNodes unless max_procs= overrides it)",
             )
         run = f[3]
         if run < 0:
