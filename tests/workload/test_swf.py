@@ -236,3 +236,35 @@ def test_engines_agree_on_random_files(
     path.write_text(header + "".join(line + "\n" for line in lines))
     _same(path)
     _same(path, allow_overrun=True)
+
+
+_VALUE = st.sampled_from([-1.0, 0.0, 1.0, 3.0, 16.0, 59.0, 3600.0, 7200.5])
+_PROCS = st.sampled_from([-1.0, 0.0, 1.0, 3.0, 16.0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_VALUE, _PROCS, _PROCS, _VALUE, st.integers(0, 500)), max_size=30),
+    overrun=st.booleans(),
+)
+def test_normalise_properties(rows: list[tuple[float, float, float, float, int]], overrun: bool) -> None:
+    from metasched.workload.swf import SwfRecord, normalise
+
+    records = []
+    for i, (run, alloc, req_procs, req_time, submit) in enumerate(rows):
+        f = [-1.0] * 18
+        f[0], f[1], f[3], f[4], f[7], f[8] = i + 1, float(submit), run, alloc, req_procs, req_time
+        records.append(SwfRecord(i + 1, tuple(f)))
+    jobs, dropped, n, _ = normalise(records, allow_overrun=overrun)
+    assert n == len(rows)
+    assert len(jobs) + sum(dropped.values()) == n
+    assert dropped.get(DROP_UNKNOWN_RUN, 0) == sum(1 for r in rows if r[0] < 0)
+    assert dropped.get(DROP_NO_PROCS, 0) == sum(1 for r in rows if r[0] >= 0 and max(r[1], r[2]) <= 0)
+    assert [(j.submit_time, j.job_id) for j in jobs] == sorted((j.submit_time, j.job_id) for j in jobs)
+    for j in jobs:
+        run, alloc, req_procs, req_time, _ = rows[j.job_id - 1]
+        assert j.requested_procs == max(alloc, req_procs) > 0
+        expected_est = req_time if req_time >= 0 else run
+        expected_est = 1.0 if expected_est <= 0 else expected_est
+        assert j.requested_time == expected_est > 0
+        assert j.run_time == (run if overrun else min(run, expected_est))
