@@ -165,6 +165,14 @@ def test_write_schedule_fills_wait_and_run(tmp_path: Path) -> None:
     assert recs[1].fields[4] == recs[1].fields[7] == 1
 
 
+def test_write_rejects_broken_schedule(tmp_path: Path) -> None:
+    jobs = [Job(1, 10.0, 5.0, 5.0, 1)]
+    with pytest.raises(ValueError, match="before its submit"):
+        write_swf(tmp_path / "a.swf", jobs, start_time=[9.0])
+    with pytest.raises(ValueError, match="ends before it starts"):
+        write_swf(tmp_path / "b.swf", jobs, start_time=[10.0], end_time=[9.5])
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         read_swf(tmp_path / "nope.swf")

@@ -471,7 +471,8 @@ def write_swf(
     ``header`` lines are written as ``; Key: value`` (multi-line values give one line each).
     ``start_time`` / ``end_time`` (aligned with ``jobs``, or mappings by ``job_id``) are a simulated
     schedule: the wait field becomes ``start - submit`` and, with ``end_time``, the run field becomes
-    ``end - start``. Without them the wait field is ``-1``.
+    ``end - start``. Without them the wait field is ``-1``. A start before the submit or an end
+    before the start raises ``ValueError`` (a broken schedule must not be written).
 
     Round trip: ``read_swf(path, allow_overrun=True).jobs`` equals the (normalised, submit-sorted)
     jobs written, field for field, except ``home_site``, ``app_class`` and ``attrs``, which SWF does not
@@ -493,8 +494,14 @@ def write_swf(
             if start_time is not None:
                 start = _lookup(start_time, job, i)
                 wait = start - job.submit_time
+                if wait < 0:
+                    raise ValueError(
+                        f"write_swf: job {job.job_id} starts at {start}, before its submit {job.submit_time}"
+                    )
                 if end_time is not None:
                     run = _lookup(end_time, job, i) - start
+                    if run < 0:
+                        raise ValueError(f"write_swf: job {job.job_id} ends before it starts ({start})")
             p_ = str(job.requested_procs)
             lines.append(
                 " ".join(
