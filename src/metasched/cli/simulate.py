@@ -47,8 +47,11 @@ def _load(
         reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(workload.dropped.items()))
         console.print(f"[yellow]{trace}: dropped {dropped} job(s): {reasons}[/]")
     selected = workload.jobs if jobs is None else transforms.first_n(workload.jobs, jobs)
-    return selected, workload.max_procs, f"{trace.name} ({len(selected)} jobs, {workload.max_procs} processors)", dict(
-        workload.header
+    return (
+        selected,
+        workload.max_procs,
+        f"{trace.name} ({len(selected)} jobs, {workload.max_procs} processors)",
+        dict(workload.header),
     )
 
 
@@ -137,17 +140,17 @@ def simulate(
             waits[key] = per_job(schedule)["wait"]
     columns = [
         ("jobs", "jobs"),
-        ("mean_wait", "mean wait (s)"),
-        ("mean_response", "mean response (s)"),
-        ("mean_bounded_slowdown", "mean bsld"),
-        ("awrt", "AWRT (s)"),
-        ("utilization", "utilization"),
-        ("makespan", "makespan (s)"),
-        ("jobs_per_second", "sim jobs/s"),
+        ("mean_wait", "wait"),
+        ("mean_response", "response"),
+        ("mean_bounded_slowdown", "bsld"),
+        ("awrt", "AWRT"),
+        ("utilization", "util"),
+        ("makespan", "makespan"),
+        ("jobs_per_second", "jobs/s"),
     ]
     _write_summary_csv(rows, [key for key, _ in columns], out / "summary.csv")
     wait_cdf(waits, out / "wait_cdf.png", title=description)
-    console.print(summary_table(rows, columns, title=description))
+    console.print(summary_table(rows, columns, title=f"{description}: means, times in s"))
     console.print(f"Results in {out}/ (summary.csv, wait_cdf.png, <scheduler>/jobs.csv|summary.json|schedule.swf)")
 
 

@@ -8,9 +8,7 @@ from typing import Any
 from rich.table import Table
 
 
-def summary_table(
-    rows: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, str]], title: str = ""
-) -> Table:
+def summary_table(rows: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, str]], title: str = "") -> Table:
     """One row per label; ``columns`` are ``(key, header)``; floats shown with 4 significant digits."""
     table = Table(title=title or None)
     table.add_column("")
