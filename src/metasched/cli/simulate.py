@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from metasched.cli.main import app
 from metasched.model.job import Job
@@ -117,9 +117,11 @@ def simulate(
         for key, cls in classes.items():
             task = progress.add_task(key, total=len(workload))
             began = time.perf_counter()
-            schedule = run_simulation(
-                workload, size, cls(), progress=lambda n, task=task: progress.advance(task, n), name=key
-            )
+
+            def advance(n: int, task: TaskID = task) -> None:
+                progress.advance(task, n)
+
+            schedule = run_simulation(workload, size, cls(), progress=advance, name=key)
             elapsed = time.perf_counter() - began
             summary = summarise(schedule)
             summary["scheduler"] = key
@@ -133,8 +135,8 @@ def simulate(
                 target / "schedule.swf",
                 schedule.jobs,
                 header=header,
-                start_time=schedule.start_time,
-                end_time=schedule.end_time,
+                start_time=schedule.start_time.tolist(),
+                end_time=schedule.end_time.tolist(),
             )
             rows[key] = summary
             waits[key] = per_job(schedule)["wait"]
