@@ -410,28 +410,31 @@ def _normalise_fast(
     drop_run = run < 0
     drop_procs = ~drop_run & (procs <= 0)
     keep = ~(drop_run | drop_procs)
-    b, procs, run = a[keep], procs[keep], run[keep]
-    estimate = b[:, 8]
+    rows = np.flatnonzero(keep)
+    # Submit times are non-decreasing here; the sort only orders equal submits by job id.
+    rows = rows[np.lexsort((ids[rows], submit[rows]))]
+    run, procs_int = run[rows], procs[rows].astype(np.int64)
+    estimate = a[rows, 8]
     estimate = np.where(estimate < 0, run, estimate)
     estimate = np.where(estimate <= 0, 1.0, estimate)
     if not allow_overrun:
         run = np.minimum(run, estimate)
-    order = np.lexsort((b[:, 0], b[:, 1]))  # by submit time, then job id
-    as_int = b.astype(np.int64)
-    procs_int = procs.astype(np.int64)
     jobs: list[Job] = []
-    for lo in range(0, order.size, _CHUNK):
-        sl = order[lo : lo + _CHUNK]
+    # Built column-wise in chunks: the per-column Python lists stay small (peak memory).
+    for lo in range(0, rows.size, _CHUNK):
+        hi = lo + _CHUNK
+        block = a[rows[lo:hi]]
+        ints = block.astype(np.int64)
         jobs.extend(
             map(
                 Job,
-                as_int[sl, 0].tolist(),
-                b[sl, 1].tolist(),
-                run[sl].tolist(),
-                estimate[sl].tolist(),
-                procs_int[sl].tolist(),
-                *(as_int[sl, k].tolist() for k in (11, 12, 13, 14, 15, 10, 16)),
-                b[sl, 17].tolist(),
+                ints[:, 0].tolist(),
+                block[:, 1].tolist(),
+                run[lo:hi].tolist(),
+                estimate[lo:hi].tolist(),
+                procs_int[lo:hi].tolist(),
+                *(ints[:, k].tolist() for k in (11, 12, 13, 14, 15, 10, 16)),
+                block[:, 17].tolist(),
             )
         )
     dropped: dict[str, int] = {}
