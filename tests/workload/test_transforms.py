@@ -229,3 +229,20 @@ def test_load_factor_reaches_target_offered_load(jobs: list[Job], target: float)
         return
     scaled = tf.load_factor(jobs, target / load)
     assert offered_load(scaled, 64) == pytest.approx(target, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=job_lists(), n=st.integers(0, 40))
+def test_first_n_takes_the_earliest(jobs: list[Job], n: int) -> None:
+    out = tf.first_n(jobs, n)
+    assert len(out) == min(n, len(jobs))
+    assert out == jobs[: len(out)]  # the input is in submit order already
+    rest = jobs[len(out) :]
+    assert all(a.submit_time <= b.submit_time for a in out for b in rest)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=job_lists(), start=st.integers(0, 20_000), length=st.integers(0, 20_000))
+def test_time_window_is_exactly_the_half_open_interval(jobs: list[Job], start: int, length: int) -> None:
+    out = tf.time_window(jobs, start, start + length)
+    assert out == [j for j in jobs if start <= j.submit_time < start + length]
