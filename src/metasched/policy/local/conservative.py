@@ -16,7 +16,10 @@ class ConservativeBackfill(LocalScheduler):
 
     One pass: the availability profile is built from the running jobs' expected ends (an end in
     the past counts as ``now``); the queued jobs are placed in queue order, each at its earliest
-    fit in the profile; those whose earliest start is ``now`` start.
+    fit in the profile; those whose earliest start is ``now`` start. When a running job has
+    overrun its estimate, the profile counts its processors as free from ``now`` although they
+    are still held: a job placed at ``now`` then starts only if it fits the processors really
+    free, and otherwise keeps its reservation at ``now`` (it starts as soon as they are released).
 
     Invariant: a job never delays the reservation of any job ahead of it in the queue.
     Tie-break: queue order (the pluggable :class:`~metasched.policy.base.QueueOrder`).
@@ -28,11 +31,13 @@ class ConservativeBackfill(LocalScheduler):
         profile = self.profile(view, now)
         starts = []
         reservations: dict[int, float] = {}
+        free = view.free_procs
         for job in self.order.order(view, now):
             start = profile.earliest_fit(job.requested_procs, job.requested_time, now)
             profile.reserve(start, job.requested_time, job.requested_procs)
-            if start <= now:
+            if start <= now and job.requested_procs <= free:
                 starts.append(job)
+                free -= job.requested_procs
             else:
                 reservations[job.job_id] = start
         return Plan(starts=starts, reservations=reservations)
