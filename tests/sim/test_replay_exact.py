@@ -208,7 +208,8 @@ def test_overrun_shadow_at_now() -> None:
         _running(job(2, 0, 100, 100, 2), 0),
     ]
     view = SiteView(total_procs=4, free_procs=0, running=running, queue=[job(4, 20, 5, 5, 2)])
-    assert EasyBackfill().plan(view, 20) == Plan(starts=[], reservations={4: 20})
+    plan = EasyBackfill().plan(view, 20)
+    assert (plan.starts, plan.reservations) == ([], {4: 20})
 
 
 def _running(j: Job, start: float):  # type: ignore[no-untyped-def]
