@@ -114,7 +114,7 @@ class ClaimedJob:
     lease_until: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        return {k: getattr(self, k) for k in self.__slots__}
 
 
 @dataclass(slots=True)
