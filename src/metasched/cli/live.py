@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from metasched.cli.main import app
-from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 
 sites_app = typer.Typer(help="Sites and their placeholders.", no_args_is_help=True)
 app.add_typer(sites_app, name="sites")
@@ -36,6 +35,7 @@ def server(
 
     from metasched.runtime.metaqueue.protocol import ensure_token
     from metasched.runtime.metaqueue.service import create_app
+    from metasched.runtime.metaqueue.store import Store, default_url
 
     _logging(verbose)
     store = Store.open(db, lease_s=lease)
@@ -73,6 +73,8 @@ def placeholder(
     if server_url:
         transport = HttpTransport(server_url, read_token(token_file))
     else:
+        from metasched.runtime.metaqueue.store import Store
+
         transport = StoreTransport(Store.open(db, lease_s=lease))
     agent = Agent(
         transport,
@@ -105,6 +107,7 @@ def sites_run(
 ) -> None:
     """Keep placeholders in each site's queue (Trellis throttling), resubmitting vanished ones."""
     from metasched.runtime.manager import SiteManager, load_sites
+    from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 
     _logging(verbose)
     try:
@@ -128,6 +131,8 @@ def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = N
     """Sites and their placeholders (target, active, per state)."""
     from rich.console import Console
     from rich.table import Table
+
+    from metasched.runtime.metaqueue.store import Store
 
     store = Store.open(db)
     table = Table(title="sites")

@@ -11,7 +11,7 @@ import shlex
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,8 +19,11 @@ from rich.live import Live
 from rich.table import Table
 
 from metasched.cli.main import app
-from metasched.runtime.metaqueue.store import JobSpec, Store, StoreError
+from metasched.runtime.metaqueue.records import JobSpec, StoreError
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb, read_workflow
+
+if TYPE_CHECKING:
+    from metasched.runtime.metaqueue.store import Store
 
 console = Console()
 DbOpt = Annotated[str | None, typer.Option("--db", help="Database URL (sqlite:///PATH or postgresql://...).")]
@@ -36,6 +39,8 @@ STATE_STYLE = {
 
 
 def _open(db: str | None) -> Store:
+    from metasched.runtime.metaqueue.store import Store
+
     try:
         return Store.open(db)
     except StoreError as exc:

@@ -13,12 +13,15 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from metasched.policy.claim import FreeResources
-from metasched.runtime.metaqueue.store import ClaimedJob, ClaimResult, Store, metasched_home
+from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
+
+if TYPE_CHECKING:
+    from metasched.runtime.metaqueue.store import Store
 
 
 @dataclass(slots=True)
@@ -164,7 +167,9 @@ class HttpTransport(Transport):
 
 
 def token_path() -> Path:
-    return metasched_home() / "token"
+    home = Path(os.environ.get("METASCHED_HOME") or Path.home() / ".metasched")
+    home.mkdir(parents=True, exist_ok=True)
+    return home / "token"
 
 
 def ensure_token(path: Path | None = None) -> str:

@@ -24,21 +24,19 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, Table, create_engine, event, func, insert, or_, select, update
 from sqlalchemy.engine import make_url
 
 from metasched.model.job import Job
 from metasched.policy.claim import ClaimPolicy, FcfsClaim, FreeResources
 from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
+from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
 from metasched.runtime.metaqueue.states import BROKEN, JobState
+
+__all__ = ["ClaimResult", "ClaimedJob", "JobSpec", "Store", "StoreError", "default_url", "metasched_home"]
 
 JOBS = cast(Table, JobRow.__table__)
 DEPS = cast(Table, DependencyRow.__table__)
@@ -48,10 +46,8 @@ SITES = cast(Table, SiteRow.__table__)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_LEASE_S = 60.0
-
-
-class StoreError(ValueError):
-    """A request the metaqueue refuses (unknown job, unknown dependency, cycle, bad state...)."""
+#: The newest migration in ``migrations/versions`` (a test checks they agree).
+HEAD_REVISION = "0001"
 
 
 def metasched_home() -> Path:
@@ -64,65 +60,6 @@ def metasched_home() -> Path:
 def default_url() -> str:
     """``$METASCHED_DB`` or the embedded SQLite file in :func:`metasched_home`."""
     return os.environ.get("METASCHED_DB") or f"sqlite:///{metasched_home() / 'metaqueue.db'}"
-
-
-@dataclass(slots=True)
-class JobSpec:
-    """A job as submitted. ``after`` names dependencies: names (of this batch or earlier jobs) or ids."""
-
-    command: str
-    name: str | None = None
-    after: list[str] = field(default_factory=list)
-    cpus: int = 1
-    mem_mb: int = 0
-    licences: dict[str, int] = field(default_factory=dict)
-    time_s: float = 0.0
-    cwd: str = ""
-    env: dict[str, str] = field(default_factory=dict)
-    max_attempts: int = 3
-
-    def validate(self) -> None:
-        where = f"job {self.name!r}" if self.name else f"job {self.command!r}"
-        if not self.command.strip():
-            raise StoreError(f"{where}: empty command")
-        if self.cpus < 1:
-            raise StoreError(f"{where}: cpus must be >= 1, got {self.cpus}")
-        if self.mem_mb < 0 or self.time_s < 0:
-            raise StoreError(f"{where}: mem and time must be >= 0")
-        if self.max_attempts < 1:
-            raise StoreError(f"{where}: max_attempts must be >= 1")
-        if self.name is not None and (not self.name or self.name.isdigit()):
-            raise StoreError(f"{where}: a job name must be non-empty and not all digits (digits mean job ids)")
-        for lic, count in self.licences.items():
-            if count < 1:
-                raise StoreError(f"{where}: licence {lic!r} count must be >= 1")
-
-
-@dataclass(slots=True)
-class ClaimedJob:
-    """What a placeholder gets: enough to run the job and to report on it."""
-
-    job_id: int
-    attempt: int
-    name: str | None
-    command: str
-    cwd: str
-    env: dict[str, str]
-    cpus: int
-    mem_mb: int
-    time_s: float
-    lease_until: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
-
-
-@dataclass(slots=True)
-class ClaimResult:
-    """``action`` is ``"job"`` (``jobs`` non-empty), ``"wait"`` (work left, none ready for you) or ``"exit"``."""
-
-    action: str
-    jobs: list[ClaimedJob] = field(default_factory=list)
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -145,14 +82,22 @@ def _sqlite_setup(engine: Engine) -> None:
 
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest Alembic revision (idempotent, safe with concurrent openers)."""
+    with engine.connect() as conn:
+        try:
+            current = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+        except Exception:  # no table yet: a fresh database
+            current = None
+        conn.rollback()
+    if current == HEAD_REVISION:
+        return
+    # Alembic is imported only when there is something to migrate (it costs a second at start-up).
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    head = ScriptDirectory.from_config(cfg).get_current_head()
-    with engine.connect() as conn:
-        current = MigrationContext.configure(conn).get_current_revision()
-        conn.rollback()
-    if current == head:
-        return
+    head = HEAD_REVISION
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727274)")

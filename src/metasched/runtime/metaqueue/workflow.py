@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from metasched.runtime.metaqueue.store import JobSpec, StoreError
+from metasched.runtime.metaqueue.records import JobSpec, StoreError
 
 _MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)

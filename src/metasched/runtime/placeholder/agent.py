@@ -28,7 +28,7 @@ from pathlib import Path
 
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.protocol import Completion, Transport
-from metasched.runtime.metaqueue.store import ClaimedJob
+from metasched.runtime.metaqueue.records import ClaimedJob
 
 log = logging.getLogger("metasched.placeholder")
 
