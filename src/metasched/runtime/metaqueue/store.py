@@ -580,8 +580,9 @@ class Store:
                 broken = [d for d in deps if d.state in BROKEN and d.id not in seen]
                 if broken:
                     if jid in ids:
+                        label = next((r.name for r in rows if r.id == jid and r.name), jid)
                         raise StoreError(
-                            f"job {jid} depends on {', '.join(str(d.name or d.id) for d in broken)} "
+                            f"job {label} depends on {', '.join(str(d.name or d.id) for d in broken)} "
                             "which did not succeed: retry that first (or together)"
                         )
                     continue
