@@ -24,6 +24,8 @@ from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.store import Store
 
 log = logging.getLogger("metasched.server")
+# Module level: FastAPI resolves the (string) annotations of dependencies in this module's globals.
+_BEARER = HTTPBearer(auto_error=False)
 
 
 class Hello(BaseModel):
@@ -118,10 +120,9 @@ def create_app(store: Store, token: str, *, expire_every_s: float | None = None)
         description="Placeholder protocol: hello, claim (job | wait | exit), heartbeat, complete, bye.",
         lifespan=lifespan,
     )
-    bearer = HTTPBearer(auto_error=False)
     expected = token.encode()
 
-    def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
         if creds is None or not hmac.compare_digest(creds.credentials.encode(), expected):
             raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token")
 

@@ -202,6 +202,13 @@ class Agent:
             if held.get(jid) != run.job.attempt:
                 self._kill(run, "lease lost or job cancelled")
 
+    def _learn_lease(self, lease_s: float) -> None:
+        # The metaqueue's lease may be shorter than we were told: heartbeat often enough for it.
+        # (Assumes the placeholder's clock agrees with the server's to well within the lease.)
+        if 0 < lease_s < self.lease_s - 0.5:
+            self.lease_s = lease_s
+            self.heartbeat_s = min(self.heartbeat_s, max(0.1, lease_s / 4))
+
     def run(self) -> str:
         """Serve until EXIT or wall time; returns ``"done"`` or ``"expired"``."""
         host = socket.gethostname()
@@ -240,7 +247,9 @@ class Agent:
                     res = None
                 if res is not None and res.action == "job":
                     for job in res.jobs:
+                        self._learn_lease(job.lease_until - now)
                         self._start(job)
+                    next_hb = min(next_hb, now + self.heartbeat_s)
                     wait_s = 0.01
                     idle_since = None
                     continue
