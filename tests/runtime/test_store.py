@@ -85,7 +85,7 @@ def test_dependency_on_earlier_done_job(store: Store) -> None:
 
 
 def test_failure_cascades_and_retry_requeues(store: Store) -> None:
-    a, b, c, d = store.submit([spec("a"), spec("b", "a"), spec("c", "b"), spec("d")])
+    a, b, c, _d = store.submit([spec("a"), spec("b", "a"), spec("c", "b"), spec("d")])
     store.claim("s", "p", FreeResources(cpus=2), limit=2)
     assert store.complete(a, "p", 1, 3)
     states = {j["name"]: (j["state"], j["reason"]) for j in store.jobs()}
@@ -125,7 +125,7 @@ def test_heartbeat_keeps_lease_and_tells_what_is_held(store: Store) -> None:
 
 
 def test_retry_limit_fails_job(store: Store) -> None:
-    (a,) = store.submit([spec("a", max_attempts=2), spec("b", "a")])[:1]
+    store.submit([spec("a", max_attempts=2), spec("b", "a")])
     for attempt in (1, 2):
         r = store.claim("s", f"p{attempt}", ONE, now=attempt * 100)
         assert r.jobs[0].attempt == attempt
