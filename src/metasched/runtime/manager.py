@@ -74,7 +74,7 @@ class SiteConfig:
     mem_mb: int = 0
     wall_time_s: float | None = None
     limit: int = 4
-    lower: int = 0
+    lower: int = 1
     initial: int = 1
     increase_below_s: float = 30.0
     reduce_above_s: float = 300.0
@@ -103,7 +103,7 @@ class SiteConfig:
             mem_mb=parse_mem_mb(raw.get("mem", 0)),
             wall_time_s=parse_duration_s(raw["wall_time"]) if "wall_time" in raw else None,
             limit=int(raw.get("limit", 4)),
-            lower=int(raw.get("lower", 0)),
+            lower=int(raw.get("lower", 1)),
             initial=int(raw.get("initial", 1)),
             increase_below_s=parse_duration_s(raw.get("increase_below", 30)),
             reduce_above_s=parse_duration_s(raw.get("reduce_above", 300)),

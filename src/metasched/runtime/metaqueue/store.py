@@ -679,9 +679,11 @@ class Store:
             if conn.execute(update(SITES).where(SITES.c.name == name).values(**values)).rowcount == 0:
                 conn.execute(insert(SITES).values(name=name, target=1, **values))
 
-    def set_site_target(self, name: str, target: int) -> None:
+    def set_site_target(self, name: str, target: int, now: float | None = None) -> None:
+        now = time.time() if now is None else now
         with self._tx() as conn:
             conn.execute(update(SITES).where(SITES.c.name == name).values(target=target))
+            self._event(conn, now, "site_target", site=name, detail=str(target))
 
     def sites(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
