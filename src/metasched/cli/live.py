@@ -120,6 +120,12 @@ def sites_run(
     manager = SiteManager(
         store, configs, db_url=url, server=server_url, token_file=str(token_file) if token_file else None, lease_s=lease
     )
+    import signal
+
+    def _stop(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
     try:
         manager.run(interval_s=interval, until_idle=until_idle)
     except KeyboardInterrupt:

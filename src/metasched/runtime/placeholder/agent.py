@@ -74,6 +74,7 @@ class Agent:
         margin_s: float = 5.0,
         idle_exit_s: float | None = None,
         max_wait_s: float = 1.0,
+        give_up_s: float = 300.0,
     ):
         self.t = transport
         self.site = site
@@ -89,6 +90,7 @@ class Agent:
         self.margin_s = margin_s
         self.idle_exit_s = idle_exit_s
         self.max_wait_s = max_wait_s
+        self.give_up_s = give_up_s
         self.started_at = time.time()
         self.runs: dict[int, _Run] = {}
         self.finished: queue.Queue[int] = queue.Queue()
@@ -210,13 +212,17 @@ class Agent:
             self.heartbeat_s = min(self.heartbeat_s, max(0.1, lease_s / 4))
 
     def run(self) -> str:
-        """Serve until EXIT or wall time; returns ``"done"`` or ``"expired"``."""
+        """Serve until EXIT or wall time; returns ``"done"``, ``"expired"`` or ``"failed"`` (metaqueue unreachable)."""
         host = socket.gethostname()
         while True:
             try:
                 self.t.hello(self.id, self.site, host)
                 break
             except ConnectionError as exc:
+                remaining = self.remaining_s(time.time())
+                if time.time() - self.started_at > self.give_up_s or (remaining is not None and remaining <= 0):
+                    log.error("metaqueue unreachable for %.0f s, leaving: %s", time.time() - self.started_at, exc)
+                    return "failed"
                 log.warning("hello failed, retrying: %s", exc)
                 time.sleep(1.0)
         state = "done"
