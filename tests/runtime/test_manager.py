@@ -37,13 +37,18 @@ def test_manager_runs_workflow_on_local_placeholders(tmp_path: Path, monkeypatch
     monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
     db = f"sqlite:///{tmp_path / 'q.db'}"
     store = Store.open(db, lease_s=10)
-    store.submit([JobSpec("true", name="a"), JobSpec("true", name="b", after=["a"]), JobSpec("exit 1", name="c"),
-                  JobSpec("true", name="d", after=["c"])])
+    store.submit(
+        [
+            JobSpec("true", name="a"),
+            JobSpec("true", name="b", after=["a"]),
+            JobSpec("exit 1", name="c"),
+            JobSpec("true", name="d", after=["c"]),
+        ]
+    )
     cfg = SiteConfig(name="local", adapter="local", limit=2, initial=1, increase_below_s=60, idle_cancel_s=0)
     manager = SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
     manager.run(interval_s=0.2, until_idle=True, max_s=120)
-    assert {j["name"]: j["state"] for j in store.jobs()} == {"a": "done", "b": "done", "c": "failed",
-                                                             "d": "dep_failed"}
+    assert {j["name"]: j["state"] for j in store.jobs()} == {"a": "done", "b": "done", "c": "failed", "d": "dep_failed"}
     phs = store.placeholders("local")
     assert phs and all(p["state"] not in ("submitted", "queued", "running") for p in phs)
     assert any(p["decision"] == "increase" for p in phs)  # local queue wait is short: more placeholders

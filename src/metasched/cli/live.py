@@ -62,6 +62,8 @@ def placeholder(
     token_file: Annotated[Path | None, typer.Option(help="Bearer token file.")] = None,
     log_dir: Annotated[Path | None, typer.Option(help="Where job stdout/stderr go.")] = None,
     idle_exit: Annotated[float | None, typer.Option(help="Leave after this long with nothing ready.")] = None,
+    linger: Annotated[bool, typer.Option("--linger", help="Keep polling when the queue is empty.")] = False,
+    max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """What a batch job runs: pull jobs from the metaqueue and run them until EXIT or the wall time."""
@@ -87,11 +89,13 @@ def placeholder(
         margin_s=margin,
         log_dir=log_dir,
         idle_exit_s=idle_exit,
+        linger=linger,
+        max_wait_s=max_wait,
     )
     state = agent.run()
     transport.close()
     # Exit status 3 tells the local adapter "expired" (wall time used up), which is not a failure.
-    sys.exit(3 if state == "expired" else 0)
+    sys.exit({"expired": 3, "failed": 1}.get(state, 0))
 
 
 @sites_app.command("run")

@@ -75,6 +75,7 @@ class Agent:
         idle_exit_s: float | None = None,
         max_wait_s: float = 1.0,
         give_up_s: float = 300.0,
+        linger: bool = False,
     ):
         self.t = transport
         self.site = site
@@ -91,6 +92,8 @@ class Agent:
         self.idle_exit_s = idle_exit_s
         self.max_wait_s = max_wait_s
         self.give_up_s = give_up_s
+        #: keep polling when told EXIT (a standing local worker) instead of leaving
+        self.linger = linger
         self.started_at = time.time()
         self.runs: dict[int, _Run] = {}
         self.finished: queue.Queue[int] = queue.Queue()
@@ -259,7 +262,7 @@ class Agent:
                     wait_s = 0.01
                     idle_since = None
                     continue
-                if res is not None and res.action == "exit" and not self.runs:
+                if res is not None and res.action == "exit" and not self.runs and not self.linger:
                     told_exit = True
                 if res is not None and res.action == "wait" and not self.runs:
                     idle_since = idle_since or now
