@@ -206,9 +206,8 @@ def main() -> None:
         dbs[name] = name
         return args.pg.rsplit("/", 1)[0] + "/" + name
 
-    print(
-        f"machine: {platform.node()} {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}, python {platform.python_version()}"
-    )
+    load = os.getloadavg()[0]
+    print(f"machine: {platform.node()} {os.cpu_count()} cpus, load {load:.1f}, python {platform.python_version()}")
     rows = []
     rows.append(("no-op jobs/s, 2 placeholders, SQLite direct", f"{noop_rate(sqlite(), args.jobs, tmp, False):.0f}"))
     rows.append(("no-op jobs/s, 2 placeholders, server on SQLite", f"{noop_rate(sqlite(), args.jobs, tmp, True):.0f}"))
