@@ -33,18 +33,26 @@ def server(
     """Serve the placeholder protocol over HTTP (OpenAPI at /docs)."""
     import uvicorn
 
-    from metasched.runtime.metaqueue.protocol import ensure_token
+    from metasched.runtime.metaqueue.protocol import ensure_token, token_path
     from metasched.runtime.metaqueue.service import create_app
     from metasched.runtime.metaqueue.store import Store, default_url
 
     _logging(verbose)
     store = Store.open(db, lease_s=lease)
     token = ensure_token(token_file)
+    # A read-only token for the dashboard page, next to the main one (shareable: it opens no protocol call).
+    dash_token = ensure_token((token_file or token_path()).with_name("dashboard-token"))
     typer.echo(
-        f"metaqueue server on http://{host}:{port} db={db or default_url()} token={token_file or 'default'}", err=True
+        f"metaqueue server on http://{host}:{port} db={db or default_url()} token={token_file or 'default'}; "
+        f"dashboard: http://{host}:{port}/dashboard (token: {token_file or token_path()} or its dashboard-token)",
+        err=True,
     )
     uvicorn.run(
-        create_app(store, token), host=host, port=port, log_level="info" if verbose else "warning", access_log=verbose
+        create_app(store, token, dashboard_token=dash_token),
+        host=host,
+        port=port,
+        log_level="info" if verbose else "warning",
+        access_log=verbose,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
@@ -21,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from metasched.policy.claim import FreeResources
+from metasched.runtime.metaqueue import dashboard
 from metasched.runtime.metaqueue.store import Store
 
 log = logging.getLogger("metasched.server")
@@ -93,8 +95,13 @@ class Bye(BaseModel):
     state: str = "done"
 
 
-def create_app(store: Store, token: str, *, expire_every_s: float | None = None) -> FastAPI:
-    """The FastAPI application over ``store``; leases are expired every ``expire_every_s`` (default lease/4)."""
+def create_app(
+    store: Store, token: str, *, expire_every_s: float | None = None, dashboard_token: str | None = None
+) -> FastAPI:
+    """The FastAPI application over ``store``; leases are expired every ``expire_every_s`` (default lease/4).
+
+    The dashboard page is mounted too (``/dashboard``); ``dashboard_token`` opens its data read-only.
+    """
     every = expire_every_s if expire_every_s is not None else max(0.2, store.lease_s / 4)
     stop = threading.Event()
 
@@ -167,8 +174,6 @@ def create_app(store: Store, token: str, *, expire_every_s: float | None = None)
     @app.post("/v1/bye", dependencies=deps)
     def bye(req: Bye) -> dict[str, bool]:
         """The placeholder is leaving (``done``, or ``expired`` when its wall time is used up)."""
-        import time
-
         store.update_placeholder(req.placeholder_id, state=req.state, ended_at=time.time())
         return {"ok": True}
 
@@ -177,4 +182,5 @@ def create_app(store: Store, token: str, *, expire_every_s: float | None = None)
         """Jobs per state, and ready."""
         return store.counts()
 
+    dashboard.mount(app, store, [token, dashboard_token or ""], time.time)
     return app
