@@ -41,11 +41,11 @@ FLAGS = [
 T0 = 1_700_000_000.0
 
 
-def fill(store: Store) -> dict[str, int]:
+def fill(store: Store, t0: float = T0) -> dict[str, int]:
     """Two sites; on ``fast`` two jobs done and one running, on ``slow`` one done; a chain still queued."""
-    store.upsert_site("fast", "local", {}, {}, now=T0)
-    store.upsert_site("slow", "slurm", {}, {"matlab": 2}, now=T0)
-    store.set_site_target("slow", 3, now=T0)
+    store.upsert_site("fast", "local", {}, {}, now=t0)
+    store.upsert_site("slow", "slurm", {}, {"matlab": 2}, now=t0)
+    store.set_site_target("slow", 3, now=t0)
     ids = store.submit(
         [
             JobSpec("sleep 1", name="prep"),
@@ -55,26 +55,26 @@ def fill(store: Store) -> dict[str, int]:
             JobSpec("sleep 1", name="merge", after=["sim-1", "sim-2", "sim-3"]),
             JobSpec("sleep 1", name="report", after=["merge"]),
         ],
-        now=T0,
+        now=t0,
     )
     name = dict(zip(["prep", "sim-1", "sim-2", "sim-3", "merge", "report"], ids, strict=True))
-    for ph, site, t in (("ph-fast-1", "fast", T0 + 1), ("ph-slow-1", "slow", T0 + 3)):
-        store.add_placeholder(ph, site, f"b{ph[-1]}", now=T0)
+    for ph, site, t in (("ph-fast-1", "fast", t0 + 1), ("ph-slow-1", "slow", t0 + 3)):
+        store.add_placeholder(ph, site, f"b{ph[-1]}", now=t0)
         store.placeholder_started(ph, site, "node", now=t)
-    store.update_placeholder("ph-slow-1", decision="increase", now=T0 + 3)
-    store.add_placeholder("ph-slow-2", "slow", "b9", now=T0 + 4)
+    store.update_placeholder("ph-slow-1", decision="increase", now=t0 + 3)
+    store.add_placeholder("ph-slow-2", "slow", "b9", now=t0 + 4)
     one = FreeResources(1)
-    (j,) = store.claim("fast", "ph-fast-1", one, now=T0 + 1).jobs
+    (j,) = store.claim("fast", "ph-fast-1", one, now=t0 + 1).jobs
     assert j.job_id == name["prep"]
-    store.complete(j.job_id, "ph-fast-1", 1, 0, start_at=T0 + 1, end_at=T0 + 11, now=T0 + 11)
+    store.complete(j.job_id, "ph-fast-1", 1, 0, start_at=t0 + 1, end_at=t0 + 11, now=t0 + 11)
     for site, ph, start, dur in (
         ("fast", "ph-fast-1", 11, 10),
         ("slow", "ph-slow-1", 12, 25),
         ("fast", "ph-fast-1", 21, 10),
     ):
-        (j,) = store.claim(site, ph, one, now=T0 + start).jobs
-        store.complete(j.job_id, ph, 1, 0, start_at=T0 + start, end_at=T0 + start + dur, now=T0 + start + dur)
-    (j,) = store.claim("fast", "ph-fast-1", one, now=T0 + 38).jobs
+        (j,) = store.claim(site, ph, one, now=t0 + start).jobs
+        store.complete(j.job_id, ph, 1, 0, start_at=t0 + start, end_at=t0 + start + dur, now=t0 + start + dur)
+    (j,) = store.claim("fast", "ph-fast-1", one, now=t0 + 38).jobs
     assert j.job_id == name["merge"]
     return name
 
@@ -153,7 +153,7 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str, Store]]:
 def test_dashboard_in_headless_chromium(server: tuple[str, str, Store], tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
     url, token, store = server
-    name = fill(store)
+    name = fill(store, time.time() - 60)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})

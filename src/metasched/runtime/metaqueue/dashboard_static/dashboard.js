@@ -102,6 +102,9 @@ function drawGantt(data) {
     r.appendChild(svg("title", {}, (j.name || j.id) + " @" + j.site + " " + j.state + " " +
                       fmtDur((j.end_at || data.now) - j.start_at)));
     s.appendChild(r);
+    if (w > 46) {
+      s.appendChild(svg("text", { x: x + 3, y: 8 + (i + 1) * laneH - 1, fill: "#fff" }, String(j.name || j.id).slice(0, Math.floor(w / 7))));
+    }
   }
   const g = svg("g");
   axis(g, left, W - right, H - 25, t0, t1);
@@ -162,7 +165,7 @@ function render(data) {
   drawGantt(data);
   const done = data.jobs.filter(j => j.state === "done" && j.end_at != null).map(j => j.end_at).sort((a, b) => a - b);
   plot("throughput", done.map((t, i) => [t, i + 1]), true, "jobs done");
-  plot("wait", data.jobs.filter(j => j.start_at != null).map(j => [j.submit_at, Math.max(0, j.start_at - j.submit_at)]),
+  plot("wait", data.jobs.filter(j => j.start_at != null).map(j => [j.start_at, Math.max(0, j.start_at - j.submit_at)]),
        false, "wait");
   document.body.dataset.jobs = String(data.jobs.length);
 }
