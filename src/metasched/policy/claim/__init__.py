@@ -1,9 +1,24 @@
 """Claim policies: which ready metaqueue jobs a placeholder gets. Add a class here and to ``REGISTRY``."""
 
 from metasched.policy.base import build_registry
-from metasched.policy.claim.base import ClaimPolicy, FreeResources, fits
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, SiteSlots, estimate_at, fits
+from metasched.policy.claim.completion_time import CompletionTimeClaim
+from metasched.policy.claim.efficacy import EfficacyClaim
 from metasched.policy.claim.fcfs import FcfsClaim
+from metasched.policy.claim.min_min import MinMinClaim
 
-REGISTRY: dict[str, type[ClaimPolicy]] = build_registry(FcfsClaim)
+REGISTRY: dict[str, type[ClaimPolicy]] = build_registry(FcfsClaim, EfficacyClaim, CompletionTimeClaim, MinMinClaim)
 
-__all__ = ["REGISTRY", "ClaimPolicy", "FcfsClaim", "FreeResources", "fits"]
+__all__ = [
+    "REGISTRY",
+    "ClaimPolicy",
+    "ClaimWorld",
+    "CompletionTimeClaim",
+    "EfficacyClaim",
+    "FcfsClaim",
+    "FreeResources",
+    "MinMinClaim",
+    "SiteSlots",
+    "estimate_at",
+    "fits",
+]

@@ -8,11 +8,18 @@ heterogeneity-aware policies in here; the trace simulator can drive the same obj
 
 Ready jobs are :class:`metasched.model.Job` records: ``requested_procs`` = cpus,
 ``requested_time`` = the wall-time estimate in seconds (0 = none given), ``submit_time`` = the
-submission instant, and ``attrs`` holds ``mem_mb`` (int) and ``licences`` (``{name: count}``).
+submission instant, and ``attrs`` holds ``mem_mb`` (int) and ``licences`` (``{name: count}``),
+and, when the driver knows them, ``estimates`` (``{site: expected run time there, s}``) and ``kind``.
+
+Policies that look beyond the asking placeholder (``needs_world = True``) also get a
+:class:`ClaimWorld`: every site's placeholders, running (idle now, or busy until an expected
+instant) and queued (expected to start at an instant). The simulator (:mod:`metasched.sim.claimsim`)
+and the store build the same world from their own state, so one policy decides the same in both.
 """
 
 from __future__ import annotations
 
+import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +43,46 @@ class FreeResources:
     licences: Mapping[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class SiteSlots:
+    """One site's placeholders as a claim policy sees them (the asking placeholder excluded).
+
+    ``idle``: running placeholders with nothing to run now; ``busy_until``: for each busy running
+    placeholder, the instant it is expected to be free (its jobs' start + estimate);
+    ``queued_start``: for each placeholder still in the batch queue, the instant it is expected
+    to start. A site with none of these has no placeholder: it cannot take work soon.
+    """
+
+    name: str
+    idle: int = 0
+    busy_until: tuple[float, ...] = ()
+    queued_start: tuple[float, ...] = ()
+
+    def free_times(self, now: float) -> list[float]:
+        """Instants (>= ``now``) at which each placeholder of this site can take a job."""
+        return [now] * self.idle + [max(now, t) for t in self.busy_until] + [max(now, t) for t in self.queued_start]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimWorld:
+    """Every site's placeholders at the instant of a claim (``sites`` by name)."""
+
+    sites: Mapping[str, SiteSlots] = field(default_factory=dict)
+
+
+def estimate_at(job: Job, site: str) -> float:
+    """Expected run time of ``job`` at ``site``: ``attrs["estimates"][site]``, else the user's estimate.
+
+    ``0.0`` when nothing is known (policies then treat the sites alike for this job).
+    """
+    est = job.attrs.get("estimates")
+    if est:
+        value = est.get(site)
+        if value is not None:
+            return float(value)
+    return float(job.requested_time)
+
+
 class ClaimPolicy(ABC):
     """Chooses the ready jobs handed to one placeholder.
 
@@ -46,10 +93,23 @@ class ClaimPolicy(ABC):
     """
 
     key: ClassVar[str]
+    #: True when :meth:`select` reads ``world`` (drivers may skip building it otherwise).
+    needs_world: ClassVar[bool] = False
 
     @abstractmethod
-    def select(self, ready: Sequence[Job], site: str, free: FreeResources, now: float, limit: int = 1) -> list[int]:
-        """The ``job_id``s of ``ready`` to hand over, in the order they should start."""
+    def select(
+        self,
+        ready: Sequence[Job],
+        site: str,
+        free: FreeResources,
+        now: float,
+        limit: int = 1,
+        world: ClaimWorld | None = None,
+    ) -> list[int]:
+        """The ``job_id``s of ``ready`` to hand over, in the order they should start.
+
+        ``world`` (the other placeholders) is given when ``needs_world``; ``None`` means unknown.
+        """
 
 
 def fits(job: Job, cpus: int, mem_mb: int, remaining_s: float | None, licences: Mapping[str, int]) -> bool:
@@ -63,3 +123,68 @@ def fits(job: Job, cpus: int, mem_mb: int, remaining_s: float | None, licences: 
         return False
     need_lic: Mapping[str, int] = job.attrs.get("licences") or {}
     return all(licences.get(name, 0) >= count for name, count in need_lic.items())
+
+
+# ---------------------------------------------------------------- planning helper (not a policy)
+# The placeholders of every site as instants at which each can take a job, shared by the planning
+# claims (completion-time, min-min). The asking placeholder holds ``min(limit, free.cpus)`` *asker
+# slots*, free at ``now``; every other placeholder of the world holds one slot, free at its instant.
+
+#: Heap entries: (free at, 0 for an asker slot / 1 otherwise, sequence number).
+_Slot = tuple[float, int, int]
+
+
+class SlotBoard:
+    """Per site, a heap of slots by ``(free at, asker first, sequence)``; the asker's free resources."""
+
+    def __init__(self, world: ClaimWorld | None, site: str, free: FreeResources, now: float, limit: int) -> None:
+        self.site = site
+        self.now = now
+        self.heaps: dict[str, list[_Slot]] = {}
+        seq = 0
+        for name, slots in sorted((world.sites if world is not None else {}).items()):
+            heap = [(t, 1, seq + i) for i, t in enumerate(slots.free_times(now))]
+            seq += len(heap)
+            heapq.heapify(heap)
+            self.heaps[name] = heap
+        mine = self.heaps.setdefault(site, [])
+        for i in range(max(1, min(limit, free.cpus))):
+            heapq.heappush(mine, (now, 0, seq + i))
+        self.cpus = free.cpus
+        self.mem_mb = free.mem_mb
+        self.remaining_s = free.remaining_s
+        self.licences = dict(free.licences)
+        self.limit = limit
+        self.chosen: list[int] = []
+
+    def asker_open(self) -> bool:
+        """Whether the asker can still take a job now (a slot, cpus, and the limit left)."""
+        heap = self.heaps[self.site]
+        return bool(heap) and heap[0][1] == 0 and self.cpus > 0 and len(self.chosen) < self.limit
+
+    def fits_asker(self, job: Job) -> bool:
+        return fits(job, self.cpus, self.mem_mb, self.remaining_s, self.licences)
+
+    def earliest(self, site: str) -> tuple[float, bool] | None:
+        """``(instant, is the asker)`` of the site's first free slot, or ``None`` (no placeholder)."""
+        heap = self.heaps.get(site)
+        if not heap:
+            return None
+        at, tag, _ = heap[0]
+        return max(at, self.now), tag == 0
+
+    def assign(self, job: Job, site: str, run_s: float) -> bool:
+        """Put ``job`` on ``site``'s first free slot for ``run_s``; True when the asker got it."""
+        heap = self.heaps[site]
+        at, tag, seq = heapq.heappop(heap)
+        start = max(at, self.now)
+        heapq.heappush(heap, (start + run_s, 1, seq))
+        if tag != 0:
+            return False
+        self.chosen.append(job.job_id)
+        self.cpus -= job.requested_procs
+        if self.mem_mb > 0:
+            self.mem_mb -= int(job.attrs.get("mem_mb", 0) or 0)
+        for name, count in (job.attrs.get("licences") or {}).items():
+            self.licences[name] -= count
+        return True

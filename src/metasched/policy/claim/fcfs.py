@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
-from metasched.policy.claim.base import ClaimPolicy, FreeResources, fits
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, fits
 
 
 class FcfsClaim(ClaimPolicy):
@@ -21,19 +21,32 @@ class FcfsClaim(ClaimPolicy):
 
     key: ClassVar[str] = "fcfs"
 
-    def select(self, ready: Sequence[Job], site: str, free: FreeResources, now: float, limit: int = 1) -> list[int]:
-        cpus, mem = free.cpus, free.mem_mb
-        lic = dict(free.licences)
-        chosen: list[int] = []
-        for job in sorted(ready, key=lambda j: (j.submit_time, j.job_id)):
-            if len(chosen) >= limit or cpus <= 0:
-                break
-            if not fits(job, cpus, mem, free.remaining_s, lic):
-                continue
-            chosen.append(job.job_id)
-            cpus -= job.requested_procs
-            if mem > 0:
-                mem -= int(job.attrs.get("mem_mb", 0) or 0)
-            for name, count in (job.attrs.get("licences") or {}).items():
-                lic[name] -= count
-        return chosen
+    def select(
+        self,
+        ready: Sequence[Job],
+        site: str,
+        free: FreeResources,
+        now: float,
+        limit: int = 1,
+        world: ClaimWorld | None = None,
+    ) -> list[int]:
+        return first_fit(sorted(ready, key=lambda j: (j.submit_time, j.job_id)), free, limit)
+
+
+def first_fit(ordered: Sequence[Job], free: FreeResources, limit: int) -> list[int]:
+    """Ids of the jobs of ``ordered`` taken in that order while they fit ``free`` (at most ``limit``)."""
+    cpus, mem = free.cpus, free.mem_mb
+    lic = dict(free.licences)
+    chosen: list[int] = []
+    for job in ordered:
+        if len(chosen) >= limit or cpus <= 0:
+            break
+        if not fits(job, cpus, mem, free.remaining_s, lic):
+            continue
+        chosen.append(job.job_id)
+        cpus -= job.requested_procs
+        if mem > 0:
+            mem -= int(job.attrs.get("mem_mb", 0) or 0)
+        for name, count in (job.attrs.get("licences") or {}).items():
+            lic[name] -= count
+    return chosen

@@ -1,0 +1,129 @@
+"""Claim policies that look at the other placeholders: hand-worked snapshots, exact decisions, properties."""
+
+from __future__ import annotations
+
+import pkgutil
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import metasched.policy.claim as claim_pkg
+from metasched.model.job import Job
+from metasched.policy.claim import (
+    REGISTRY,
+    ClaimWorld,
+    CompletionTimeClaim,
+    EfficacyClaim,
+    FcfsClaim,
+    FreeResources,
+    MinMinClaim,
+    SiteSlots,
+)
+from metasched.policy.claim.efficacy import efficacy
+
+ONE = FreeResources(1)
+
+
+def job(jid: int, est: dict[str, float], submit: float = 0.0, procs: int = 1) -> Job:
+    return Job(jid, submit, 0.0, 0.0, procs, attrs={"estimates": est})
+
+
+def world(**sites: SiteSlots) -> ClaimWorld:
+    return ClaimWorld(sites)
+
+
+def test_registry_lists_every_module() -> None:
+    modules = {m.name for m in pkgutil.iter_modules(claim_pkg.__path__)} - {"base"}
+    assert {cls.__module__.rsplit(".", 1)[1] for cls in REGISTRY.values()} == modules
+    assert set(REGISTRY) == {"fcfs", "efficacy", "completion-time", "min-min"}
+
+
+def test_efficacy_prefers_jobs_relatively_best_here() -> None:
+    # at slow site B: job 1 is 3x slower than at A, job 2 only 1.1x: B takes 2 first, A takes 1 first
+    ready = [job(1, {"A": 10, "B": 30}), job(2, {"A": 20, "B": 22})]
+    w = world(A=SiteSlots("A", idle=1), B=SiteSlots("B", idle=1))
+    assert efficacy(ready[0], "B", ["A", "B"]) == 10 / 30
+    assert EfficacyClaim().select(ready, "B", ONE, 0.0, 1, w) == [2]
+    assert EfficacyClaim().select(ready, "A", ONE, 0.0, 1, w) == [1]
+    # equal speeds: FCFS
+    same = [job(1, {"A": 5, "B": 5}, submit=1), job(2, {"A": 5, "B": 5}, submit=0)]
+    assert EfficacyClaim().select(same, "B", ONE, 0.0, 2, w) == [2]
+
+
+def test_completion_time_declines_when_another_placeholder_finishes_sooner() -> None:
+    j = job(1, {"A": 10, "B": 100})
+    # A's placeholder is busy until t=30: A completes at 40 < B's 100 -> B declines
+    assert CompletionTimeClaim().select([j], "B", ONE, 0.0, 1, world(A=SiteSlots("A", busy_until=(30.0,)))) == []
+    # busy until 95: A completes at 105 > 100 -> B takes it
+    assert CompletionTimeClaim().select([j], "B", ONE, 0.0, 1, world(A=SiteSlots("A", busy_until=(95.0,)))) == [1]
+    # a queued placeholder at A expected to start at 50 completes at 60 -> decline
+    assert CompletionTimeClaim().select([j], "B", ONE, 0.0, 1, world(A=SiteSlots("A", queued_start=(50.0,)))) == []
+    # no placeholder at A at all: B takes it
+    assert CompletionTimeClaim().select([j], "B", ONE, 0.0, 1, world(A=SiteSlots("A"))) == [1]
+    # a tie goes to the asker
+    tie = job(2, {"A": 10, "B": 40})
+    assert CompletionTimeClaim().select([tie], "B", ONE, 0.0, 1, world(A=SiteSlots("A", busy_until=(30.0,)))) == [2]
+
+
+def test_completion_time_counts_the_jobs_ahead() -> None:
+    # Three jobs, each 10 at A and 25 at B; A has one idle placeholder. Plan in arrival order:
+    # 1 -> A [0,10], 2 -> A [10,20], 3: A would end at 30, B at 25 -> B takes job 3.
+    ready = [job(i, {"A": 10, "B": 25}) for i in (1, 2, 3)]
+    w = world(A=SiteSlots("A", idle=1), B=SiteSlots("B"))
+    assert CompletionTimeClaim().select(ready, "B", ONE, 0.0, 1, w) == [3]
+    assert CompletionTimeClaim().select(ready, "A", ONE, 0.0, 1, world(A=SiteSlots("A", idle=1))) == [1]
+
+
+def test_min_min_maps_shortest_first() -> None:
+    # A idle; asker at B. Jobs at (A, B): 1 (50, 60), 2 (5, 8), 3 (7, 9).
+    # Min-min: 2 -> A (5); then 3: A 12, B 9 -> B (the asker) gets 3.
+    ready = [job(1, {"A": 50, "B": 60}), job(2, {"A": 5, "B": 8}), job(3, {"A": 7, "B": 9})]
+    w = world(A=SiteSlots("A", idle=1), B=SiteSlots("B"))
+    assert MinMinClaim().select(ready, "B", ONE, 0.0, 1, w) == [3]
+    # completion-time in arrival order gives B job 2 instead: 1 -> A (50), 2: A 55 vs B 8 -> B
+    assert CompletionTimeClaim().select(ready, "B", ONE, 0.0, 1, w) == [2]
+    # batch claim of a 3-cpu placeholder alone: shortest first, all three
+    assert MinMinClaim().select(ready, "B", FreeResources(3), 0.0, 3, world(B=SiteSlots("B"))) == [2, 3, 1]
+
+
+def test_without_world_planning_claims_are_fcfs_first_fit() -> None:
+    ready = [job(i, {"A": float(10 * i)}, submit=float(-i)) for i in (1, 2, 3)]
+    for policy in (CompletionTimeClaim(), EfficacyClaim()):
+        assert policy.select(ready, "A", FreeResources(2), 0.0, 2) == FcfsClaim().select(
+            ready, "A", FreeResources(2), 0.0, 2
+        )
+
+
+_jobs = st.lists(
+    st.tuples(st.integers(1, 3), st.floats(1, 100), st.floats(1, 100), st.floats(0, 50)), min_size=1, max_size=12
+)
+_slots = st.builds(
+    SiteSlots,
+    st.just("A"),
+    st.integers(0, 2),
+    st.lists(st.floats(0, 200), max_size=3).map(tuple),
+    st.lists(st.floats(0, 200), max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_jobs, _slots, st.integers(1, 4), st.integers(1, 4))
+def test_every_policy_keeps_the_claim_invariant(
+    specs: list[tuple[int, float, float, float]], slots_a: SiteSlots, cpus: int, limit: int
+) -> None:
+    ready = [job(i, {"A": a, "B": b}, submit=t, procs=p) for i, (p, a, b, t) in enumerate(specs)]
+    w = world(A=slots_a, B=SiteSlots("B", idle=1))
+    for cls in REGISTRY.values():
+        chosen = cls().select(ready, "B", FreeResources(cpus), 0.0, limit, w)
+        by = {j.job_id: j for j in ready}
+        assert len(chosen) == len(set(chosen)) <= limit
+        assert sum(by[c].requested_procs for c in chosen) <= cpus
+        assert cls().select(ready, "B", FreeResources(cpus), 0.0, limit, w) == chosen  # deterministic
+    # one ready job that fits: completion-time takes it at B exactly when no A placeholder completes it sooner
+    solo = ready[:1]
+    (p, a, b, _t) = specs[0]
+    if p <= cpus:
+        got = CompletionTimeClaim().select(solo, "B", FreeResources(cpus), 0.0, limit, w)
+        free_a = slots_a.free_times(0.0)
+        sooner = bool(free_a) and min(free_a) + a < b
+        assert got == ([] if sooner else [0])
