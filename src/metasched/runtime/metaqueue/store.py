@@ -19,7 +19,9 @@ Invariants kept by every method (each runs in one transaction):
 from __future__ import annotations
 
 import json
+import math
 import os
+import statistics
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -31,7 +33,8 @@ from sqlalchemy import Connection, Engine, Table, create_engine, event, func, in
 from sqlalchemy.engine import make_url
 
 from metasched.model.job import Job
-from metasched.policy.claim import ClaimPolicy, FcfsClaim, FreeResources
+from metasched.policy.claim import ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
+from metasched.runtime.metaqueue.estimates import Estimates, job_kind
 from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
 from metasched.runtime.metaqueue.states import BROKEN, JobState
@@ -109,11 +112,25 @@ def migrate(engine: Engine) -> None:
 class Store:
     """The metaqueue database. Open with :meth:`open`; every public method is one transaction."""
 
-    def __init__(self, engine: Engine, *, policy: ClaimPolicy | None = None, lease_s: float = DEFAULT_LEASE_S):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        policy: ClaimPolicy | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+        estimates: Estimates | None = None,
+        learn_every_s: float = 5.0,
+    ):
+        """``estimates``: fixed run-time estimates (tests); else they are learned from the done jobs,
+        again at most every ``learn_every_s`` seconds (``inf``: once)."""
         self.engine = engine
         self.policy: ClaimPolicy = policy if policy is not None else FcfsClaim()
         self.lease_s = lease_s
         self.is_postgres = engine.dialect.name == "postgresql"
+        self._estimates = estimates
+        self._fixed_estimates = estimates is not None
+        self._learned_at = -math.inf
+        self.learn_every_s = learn_every_s
 
     @classmethod
     def open(cls, url: str | None = None, **kwargs: Any) -> Store:
@@ -257,7 +274,16 @@ class Store:
         now = time.time() if now is None else now
         with self._tx() as conn:
             q = (
-                select(JOBS.c.id, JOBS.c.submit_at, JOBS.c.cpus, JOBS.c.mem_mb, JOBS.c.time_s, JOBS.c.licences)
+                select(
+                    JOBS.c.id,
+                    JOBS.c.submit_at,
+                    JOBS.c.cpus,
+                    JOBS.c.mem_mb,
+                    JOBS.c.time_s,
+                    JOBS.c.licences,
+                    JOBS.c.name,
+                    JOBS.c.command,
+                )
                 .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
                 .order_by(JOBS.c.id)
                 .limit(max(window, 4 * limit))
@@ -267,20 +293,21 @@ class Store:
             cands = conn.execute(q).all()
             chosen: list[int] = []
             if cands:
-                ready = [
-                    Job(
-                        job_id=r.id,
-                        submit_time=r.submit_at,
-                        run_time=r.time_s,
-                        requested_time=r.time_s,
-                        requested_procs=r.cpus,
-                        attrs={"mem_mb": r.mem_mb, "licences": r.licences or {}},
-                    )
-                    for r in cands
-                ]
+                est = self.estimates(conn)
+                world = self._world(conn, placeholder_id, now, est) if self.policy.needs_world else None
+                sites = sorted({site, *(world.sites if world else ())})
+                ready = []
+                for r in cands:
+                    kind = job_kind(r.name, r.command)
+                    table = {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
+                    # The user's --time is the limit; without one, the learned estimate here feeds the
+                    # "fits my remaining wall time" check.
+                    requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
+                    attrs = {"mem_mb": r.mem_mb, "licences": r.licences or {}, "kind": kind, "estimates": table}
+                    ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
                 if any(r.licences for r in cands):
                     free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
-                chosen = self.policy.select(ready, site, free, now, limit)
+                chosen = self.policy.select(ready, site, free, now, limit, world)
             if not chosen:
                 busy = conn.execute(
                     select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
@@ -350,6 +377,74 @@ class Store:
                     for j in chosen
                 ],
             )
+
+    def estimates(self, conn: Connection | None = None) -> Estimates:
+        """The run-time estimates per (kind, site): fixed, or learned from done jobs (cached ``learn_every_s``)."""
+        if self._fixed_estimates and self._estimates is not None:
+            return self._estimates
+        clock = time.monotonic()
+        if self._estimates is None or clock - self._learned_at >= self.learn_every_s:
+            q = select(JOBS.c.name, JOBS.c.command, JOBS.c.site, JOBS.c.start_at, JOBS.c.end_at).where(
+                JOBS.c.state == JobState.DONE, JOBS.c.site.is_not(None), JOBS.c.end_at.is_not(None)
+            )
+            if conn is None:
+                with self.engine.connect() as c:
+                    rows = c.execute(q).all()
+            else:
+                rows = conn.execute(q).all()
+            self._estimates = Estimates(
+                (job_kind(r.name, r.command), r.site, r.end_at - r.start_at) for r in rows if r.start_at is not None
+            )
+            self._learned_at = clock
+        return self._estimates
+
+    def _world(self, conn: Connection, asker: str, now: float, est: Estimates) -> ClaimWorld:
+        """Every active placeholder but ``asker``, as claim policies see them (:class:`ClaimWorld`).
+
+        Running: idle, or busy until its jobs' ``start + estimate`` (learned, else the user's time).
+        Queued: expected to start at ``submitted + median measured wait at its site``, or, once it
+        has waited longer than that, after as long again as it has waited (so a site whose
+        placeholders never start stops holding jobs back).
+        """
+        phs = conn.execute(
+            select(PLACEHOLDERS.c.id, PLACEHOLDERS.c.site, PLACEHOLDERS.c.state, PLACEHOLDERS.c.submitted_at).where(
+                PLACEHOLDERS.c.state.in_(["submitted", "queued", "running"])
+            )
+        ).all()
+        if not phs:
+            return ClaimWorld({})
+        busy: dict[str, float] = {}
+        for r in conn.execute(
+            select(
+                JOBS.c.placeholder_id, JOBS.c.site, JOBS.c.start_at, JOBS.c.time_s, JOBS.c.name, JOBS.c.command
+            ).where(JOBS.c.state == JobState.RUNNING)
+        ):
+            guess = est.estimate(job_kind(r.name, r.command), r.site) if r.site else None
+            end = (r.start_at or now) + (guess if guess is not None else r.time_s)
+            busy[r.placeholder_id] = max(busy.get(r.placeholder_id, end), end)
+        waits: dict[str, list[float]] = {}
+        for site_name, wait in conn.execute(
+            select(PLACEHOLDERS.c.site, PLACEHOLDERS.c.wait_s).where(PLACEHOLDERS.c.wait_s.is_not(None))
+        ):
+            waits.setdefault(site_name, []).append(wait)
+        idle: dict[str, int] = defaultdict(int)
+        busy_until: dict[str, list[float]] = defaultdict(list)
+        queued: dict[str, list[float]] = defaultdict(list)
+        for p in phs:
+            if p.id == asker:
+                continue
+            if p.state == "running":
+                if p.id in busy:
+                    busy_until[p.site].append(busy[p.id])
+                else:
+                    idle[p.site] += 1
+            else:
+                typical = statistics.median(waits[p.site]) if p.site in waits else 0.0
+                queued[p.site].append(max(p.submitted_at + typical, 2 * now - p.submitted_at))
+        names = sorted({p.site for p in phs})
+        return ClaimWorld(
+            {n: SiteSlots(n, idle[n], tuple(sorted(busy_until[n])), tuple(sorted(queued[n]))) for n in names}
+        )
 
     def _free_licences(self, conn: Connection, site: str) -> dict[str, int]:
         row = conn.execute(select(SITES.c.licences).where(SITES.c.name == site)).first()

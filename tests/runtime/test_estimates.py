@@ -1,0 +1,45 @@
+"""Learned run-time estimates per (kind, site): hand-worked values, borrowing, error, and their use in claims."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from metasched.policy.claim import FreeResources
+from metasched.runtime.metaqueue.estimates import Estimates, job_kind
+from metasched.runtime.metaqueue.store import JobSpec, Store
+
+
+def test_job_kind() -> None:
+    assert job_kind("sim-17", "x") == "sim"
+    assert job_kind("render_003", "x") == "render"
+    assert job_kind("merge", "x") == "merge"
+    assert job_kind("42x7", "x") == "42x"
+    assert job_kind(None, "./bin/sim --n 3") == "sim"
+
+
+def test_geometric_mean_borrowing_and_error() -> None:
+    est = Estimates([("a", "A", 10), ("a", "A", 40), ("a", "B", 60), ("b", "A", 5)])
+    assert est.estimate("a", "A") == pytest.approx(20.0)  # sqrt(10 * 40)
+    # b never ran at B: borrow b@A times the median ratio B/A over kinds run at both (a: 60/20 = 3)
+    assert est.estimate("b", "B") == pytest.approx(15.0)
+    assert est.estimate("c", "A") is None
+    rows = {(r.kind, r.site): r for r in est.table()}
+    # leave-one-out: predict 10 by 40 (error 3), 40 by 10 (error 0.75): mean 1.875
+    assert rows[("a", "A")].error == pytest.approx(1.875) and rows[("a", "A")].runs == 2
+    assert rows[("b", "B")].borrowed and rows[("b", "B")].error is None
+    assert math.isclose(rows[("a", "B")].estimate_s, 60.0)
+
+
+def test_store_learns_and_checks_remaining_wall_time(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=1e9, learn_every_s=0.0)
+    store.submit([JobSpec("true", name="sim-1"), JobSpec("true", name="sim-2")], now=0.0)
+    (j,) = store.claim("A", "p", FreeResources(1), now=0.0).jobs
+    store.complete(j.job_id, "p", 1, 0, start_at=0.0, end_at=100.0, now=100.0)
+    assert store.estimates().estimate("sim", "A") == pytest.approx(100.0)
+    # sim-2 has no --time: its learned 100 s at A do not fit 50 s of remaining wall time
+    assert store.claim("A", "p", FreeResources(1, remaining_s=50.0), now=101.0).action == "wait"
+    assert [c.name for c in store.claim("A", "p", FreeResources(1, remaining_s=150.0), now=102.0).jobs] == ["sim-2"]
+    store.close()
