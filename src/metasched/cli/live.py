@@ -5,14 +5,38 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from metasched.cli.main import app
 
+if TYPE_CHECKING:
+    from metasched.policy.claim import ClaimPolicy
+
 sites_app = typer.Typer(help="Sites and their placeholders.", no_args_is_help=True)
 app.add_typer(sites_app, name="sites")
+
+
+PolicyOpt = Annotated[
+    str,
+    typer.Option(
+        "--policy",
+        envvar="METASCHED_POLICY",
+        help="Claim policy: fcfs, efficacy, completion-time, min-min (see `metasched policies`).",
+    ),
+]
+
+
+def claim_policy(key: str) -> ClaimPolicy:
+    """The registered claim policy ``key``, or a usage error listing the known ones."""
+    from metasched.policy.base import lookup
+    from metasched.policy.claim import REGISTRY
+
+    try:
+        return lookup(REGISTRY, key, "claim policy")()
+    except KeyError as exc:
+        raise typer.BadParameter(str(exc.args[0])) from None
 
 
 def _logging(verbose: bool) -> None:
@@ -28,9 +52,10 @@ def server(
     db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
     lease: Annotated[float, typer.Option(help="Lease (s) a placeholder keeps a job without heartbeat.")] = 60.0,
     token_file: Annotated[Path | None, typer.Option(help="Bearer token file (created 0600 if absent).")] = None,
+    policy: PolicyOpt = "fcfs",
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
-    """Serve the placeholder protocol over HTTP (OpenAPI at /docs)."""
+    """Serve the placeholder protocol over HTTP (OpenAPI at /docs) and the dashboard (at /dashboard)."""
     import uvicorn
 
     from metasched.runtime.metaqueue.protocol import ensure_token, token_path
@@ -38,7 +63,7 @@ def server(
     from metasched.runtime.metaqueue.store import Store, default_url
 
     _logging(verbose)
-    store = Store.open(db, lease_s=lease)
+    store = Store.open(db, lease_s=lease, policy=claim_policy(policy))
     token = ensure_token(token_file)
     # A read-only token for the dashboard page, next to the main one (shareable: it opens no protocol call).
     dash_token = ensure_token((token_file or token_path()).with_name("dashboard-token"))
@@ -72,6 +97,7 @@ def placeholder(
     idle_exit: Annotated[float | None, typer.Option(help="Leave after this long with nothing ready.")] = None,
     linger: Annotated[bool, typer.Option("--linger", help="Keep polling when the queue is empty.")] = False,
     max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
+    policy: PolicyOpt = "fcfs",
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """What a batch job runs: pull jobs from the metaqueue and run them until EXIT or the wall time."""
@@ -85,7 +111,7 @@ def placeholder(
     else:
         from metasched.runtime.metaqueue.store import Store
 
-        transport = StoreTransport(Store.open(db, lease_s=lease))
+        transport = StoreTransport(Store.open(db, lease_s=lease, policy=claim_policy(policy)))
     agent = Agent(
         transport,
         site=site,
@@ -115,9 +141,18 @@ def sites_run(
     lease: Annotated[float, typer.Option(help="Lease (s).")] = 60.0,
     interval: Annotated[float, typer.Option(help="Seconds between rounds.")] = 1.0,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop when no job is queued or running.")] = False,
+    policy: PolicyOpt = "fcfs",
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
-    """Keep placeholders in each site's queue (Trellis throttling), resubmitting vanished ones."""
+    """Keep placeholders in each site's queue (Trellis throttling), resubmitting vanished ones.
+
+    ``--policy`` is the claim policy of placeholders talking to the database directly (with
+    ``--server``, the server's ``--policy`` decides).
+    """
+    import os
+
+    claim_policy(policy)
+    os.environ["METASCHED_POLICY"] = policy
     from metasched.runtime.manager import SiteManager, load_sites
     from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 
@@ -173,4 +208,30 @@ def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = N
             " ".join(f"{k}={v}" for k, v in sorted(by.items())),
             " ".join(f"{k}={v}" for k, v in sorted(dec.items())),
         )
+    Console().print(table)
+
+
+@app.command()
+def estimates(
+    db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
+    site: Annotated[list[str] | None, typer.Option(help="Also show borrowed estimates for these sites.")] = None,
+) -> None:
+    """Run-time estimates learned per (job kind, site) from past runs, with their leave-one-out error."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from metasched.runtime.metaqueue.store import Store
+
+    store = Store.open(db)
+    est = store.estimates()
+    sites = sorted({*(site or []), *(s["name"] for s in store.sites())})
+    table = Table(title=f"run-time estimates ({len(est)} runs)")
+    for col in ("kind", "site", "runs", "estimate", "error (mean rel., leave-one-out)", "source"):
+        table.add_column(col, justify="right" if col in ("runs", "estimate") else "left")
+    for r in est.table(sites):
+        err = "" if r.error is None else f"{100 * r.error:.1f}%"
+        table.add_row(r.kind, r.site, str(r.runs), f"{r.estimate_s:.1f} s", err, "borrowed" if r.borrowed else "runs")
+    if not table.rows:
+        typer.echo("no finished runs yet: nothing learned")
+        return
     Console().print(table)

@@ -213,7 +213,9 @@ class SiteManager:
         return cmd
 
     def _env(self, cfg: SiteConfig) -> dict[str, str]:
-        env = {k: os.environ[k] for k in ("PYTHONPATH", "METASCHED_HOME", "PATH") if k in os.environ}
+        env = {
+            k: os.environ[k] for k in ("PYTHONPATH", "METASCHED_HOME", "PATH", "METASCHED_POLICY") if k in os.environ
+        }
         env.update(cfg.env)
         return env
 

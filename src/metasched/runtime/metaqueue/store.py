@@ -742,6 +742,14 @@ class Store:
         out["after"] = after
         return out
 
+    def dependencies(self) -> dict[int, list[int]]:
+        """Every job's dependencies: ``{job_id: [after_id, ...]}`` (jobs without any are absent)."""
+        out: dict[int, list[int]] = {}
+        with self.engine.connect() as conn:
+            for jid, after in conn.execute(select(DEPS.c.job_id, DEPS.c.after_id)):
+                out.setdefault(jid, []).append(after)
+        return out
+
     def counts(self) -> dict[str, int]:
         """Number of jobs per state, plus ``ready`` (queued with every dependency done)."""
         with self.engine.connect() as conn:

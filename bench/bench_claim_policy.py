@@ -1,0 +1,118 @@
+"""What a claim policy adds to one claim, at 1,000 queued jobs (issue 8: at most 1 ms).
+
+Fills a SQLite metaqueue with 1,000 ready jobs of three kinds, a learned history at three sites
+and 12 active placeholders (idle, busy, queued), then times ``Store.claim`` (each claim is one
+transaction; the claimed job is completed at once so the queue stays at 1,000) under each policy,
+and, separately, the policy's ``select`` alone on the snapshot the store hands it.
+
+    PYTHONPATH=src python bench/bench_claim_policy.py [--claims 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from metasched.model.job import Job
+from metasched.policy.claim import REGISTRY, ClaimPolicy, ClaimWorld, FreeResources
+from metasched.runtime.metaqueue.estimates import job_kind
+from metasched.runtime.metaqueue.store import JobSpec, Store
+
+SITES = ("fast", "mid", "slow")
+SPEED = {"fast": 1.0, "mid": 1.6, "slow": 3.0}
+BASE = {"sim": 20.0, "render": 50.0, "prep": 5.0}
+
+
+class Spy(ClaimPolicy):
+    """Wraps a policy, timing ``select`` and keeping the last snapshot."""
+
+    key = "spy"
+
+    def __init__(self, inner: ClaimPolicy) -> None:
+        self.inner = inner
+        self.needs_world = inner.needs_world  # type: ignore[misc]
+        self.times: list[float] = []
+        self.last: tuple[list[Job], str, FreeResources, float, ClaimWorld | None] | None = None
+
+    def select(self, ready, site, free, now, limit=1, world=None):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        out = self.inner.select(ready, site, free, now, limit, world)
+        self.times.append(time.perf_counter() - t)
+        self.last = (list(ready), site, free, now, world)
+        return out
+
+
+def setup(path: Path, policy: ClaimPolicy) -> Store:
+    store = Store.open(f"sqlite:///{path}", policy=policy, lease_s=1e9, learn_every_s=float("inf"))
+    # history: 30 done runs per (kind, site)
+    kinds = list(BASE)
+    for s in SITES:
+        store.add_placeholder(f"h-{s}", s, None, now=0.0)
+        store.placeholder_started(f"h-{s}", s, "h", now=0.0)
+    t = 1.0
+    n = 0
+    for s in SITES:
+        store.submit([JobSpec("true", name=f"{k}-{n + i}") for i in range(30) for k in kinds], now=t)
+        n += 30
+        for _k in kinds:
+            for _ in range(30):
+                res = store.claim(s, f"h-{s}", FreeResources(1), now=t)
+                for j in res.jobs:
+                    run = BASE[job_kind(j.name, j.command)] * SPEED[s]
+                    store.complete(j.job_id, f"h-{s}", j.attempt, 0, start_at=t, end_at=t + run, now=t + run)
+                t += 1
+    for s in SITES:
+        store.update_placeholder(f"h-{s}", state="done")
+    store.submit([JobSpec("true", name=f"{kinds[i % 3]}-{10_000 + i}") for i in range(1000)], now=t)
+    for s in SITES:
+        for i in range(4):
+            pid = f"{s}-{i}"
+            store.add_placeholder(pid, s, None, now=t)
+            if i < 3:
+                store.placeholder_started(pid, s, "h", now=t + 1)
+    for s in SITES:  # one busy placeholder per site
+        store.claim(s, f"{s}-1", FreeResources(1), now=t + 2)
+    store.submit([JobSpec("true", name=f"{kinds[i % 3]}-{20_000 + i}") for i in range(3)], now=t + 2)
+    return store
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--claims", type=int, default=300)
+    args = ap.parse_args()
+    print(f"{'policy':16} {'claim min':>10} {'claim median':>13} {'select min':>11} {'select median':>14}")
+    base = None
+    for key, cls in REGISTRY.items():
+        spy = Spy(cls())
+        # tmpfs when there is one: the figure is the policy's, not the disk's
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as tmp:
+            store = setup(Path(tmp) / "q.db", spy)
+            store.estimates()
+            spy.times.clear()
+            durations = []
+            now = 10_000.0
+            for _ in range(args.claims):
+                t = time.perf_counter()
+                res = store.claim("mid", "mid-0", FreeResources(1), now=now)
+                durations.append(time.perf_counter() - t)
+                for j in res.jobs:  # keep 1,000 queued: complete and resubmit one
+                    store.complete(j.job_id, "mid-0", j.attempt, 0, start_at=now, end_at=now + 1, now=now + 1)
+                    store.submit(
+                        [JobSpec("true", name=f"{job_kind(j.name, j.command)}-{100_000 + j.job_id}")], now=now + 1
+                    )
+                now += 2
+            ready = store.counts()["ready"]
+            store.close()
+        cmin, med = min(durations) * 1e3, statistics.median(durations) * 1e3
+        smin, smed = min(spy.times) * 1e3, statistics.median(spy.times) * 1e3
+        base = cmin if key == "fcfs" else base
+        extra = f"  (min +{cmin - base:.2f} ms vs fcfs)" if base is not None and key != "fcfs" else ""
+        print(f"{key:16} {cmin:7.2f} ms {med:10.2f} ms {smin:8.3f} ms {smed:11.3f} ms{extra}   ready={ready}")
+    print("snapshot the policy sees: the store's window of 256 ready jobs (of 1,000), 3 sites, 12 placeholders")
+
+
+if __name__ == "__main__":
+    main()
