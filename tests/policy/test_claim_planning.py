@@ -35,7 +35,7 @@ def world(**sites: SiteSlots) -> ClaimWorld:
 def test_registry_lists_every_module() -> None:
     modules = {m.name for m in pkgutil.iter_modules(claim_pkg.__path__)} - {"base"}
     assert {cls.__module__.rsplit(".", 1)[1] for cls in REGISTRY.values()} == modules
-    assert set(REGISTRY) == {"fcfs", "efficacy", "completion-time", "min-min"}
+    assert set(REGISTRY) == {"fcfs", "efficacy", "completion-time", "min-min", "pasquali"}
 
 
 def test_efficacy_prefers_jobs_relatively_best_here() -> None:
@@ -127,3 +127,31 @@ def test_every_policy_keeps_the_claim_invariant(
         free_a = slots_a.free_times(0.0)
         sooner = bool(free_a) and min(free_a) + a < b
         assert got == ([] if sooner else [0])
+
+
+def test_pasquali_priorities() -> None:
+    from metasched.policy.claim import PasqualiClaim
+
+    p = PasqualiClaim()
+    plain = job(1, {"A": 10})
+    gold = job(2, {"A": 10}, submit=5)
+    gold.attrs["user_class"] = "gold"
+    # deadline 25, est 10, k 2: t = 5; at now 0 ext = 10 in (5, 25]: urgency 10 * (10 - 5) / 20 = 2.5
+    urgent = job(3, {"A": 10}, submit=9)
+    urgent.attrs["deadline"] = 25.0
+    assert p.deadline_urgency(urgent, "A", 0.0) == 2.5
+    assert p.deadline_urgency(urgent, "A", 16.0) == 0.0  # already late
+    assert p.deadline_urgency(urgent, "A", -20.0) == 0.0  # not urgent yet
+    assert p.select([plain, gold, urgent], "A", FreeResources(3), 0.0, 3) == [3, 2, 1]
+    assert p.select([plain, gold], "A", FreeResources(3), 0.0, 3) == [2, 1]
+    # licences: m has 1 copy free and 2 ready jobs ask for it: critical (rho 2) -> first
+    lic = [job(i, {"A": 1}) for i in (1, 2, 3)]
+    lic[1].attrs["licences"] = {"m": 1}
+    lic[2].attrs["licences"] = {"m": 1}
+    assert p.select(lic, "A", FreeResources(3, licences={"m": 1}), 0.0, 3) == [2, 1]
+    bad = job(9, {"A": 1})
+    bad.attrs["user_class"] = "platinum"
+    import pytest
+
+    with pytest.raises(ValueError, match="unknown user class"):
+        p.select([bad], "A", ONE, 0.0)

@@ -6,8 +6,11 @@ from metasched.policy.claim.completion_time import CompletionTimeClaim
 from metasched.policy.claim.efficacy import EfficacyClaim
 from metasched.policy.claim.fcfs import FcfsClaim
 from metasched.policy.claim.min_min import MinMinClaim
+from metasched.policy.claim.pasquali import PasqualiClaim
 
-REGISTRY: dict[str, type[ClaimPolicy]] = build_registry(FcfsClaim, EfficacyClaim, CompletionTimeClaim, MinMinClaim)
+REGISTRY: dict[str, type[ClaimPolicy]] = build_registry(
+    FcfsClaim, EfficacyClaim, CompletionTimeClaim, MinMinClaim, PasqualiClaim
+)
 
 __all__ = [
     "REGISTRY",
@@ -18,6 +21,7 @@ __all__ = [
     "FcfsClaim",
     "FreeResources",
     "MinMinClaim",
+    "PasqualiClaim",
     "SiteSlots",
     "estimate_at",
     "fits",
