@@ -155,6 +155,34 @@ def predict(
     return {"makespan": float(sched.end_time.max()), "turnaround": float((sched.end_time - sched.submit_time).mean())}
 
 
+def figure(results: dict[str, dict[str, Any]], path: Path, title: str) -> None:
+    """Makespan and mean turnaround per policy, live (solid) next to simulated (hatched)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = list(results)
+    x = np.arange(len(keys))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, metric, label in zip(
+        axes, ("makespan", "turnaround"), ("makespan (s)", "mean turnaround (s)"), strict=True
+    ):
+        live = [results[k][metric] for k in keys]
+        sim = [results[k]["predicted"][metric] for k in keys]
+        ax.bar(x - 0.2, live, 0.4, label="live (server + placeholders)", color="#1e88e5")
+        ax.bar(x + 0.2, sim, 0.4, label="simulator prediction", color="#90caf9", hatch="//")
+        ax.set_xticks(x, keys)
+        ax.set_ylabel(label)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].legend(loc="lower left", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _pct(x: float, ref: float) -> str:
     return f"{100 * (x - ref) / ref:+.1f}%"
 
@@ -236,4 +264,5 @@ def demo(
             ]
         )
         w.writerows(rows)
-    console.print(f"written to {outdir}/demo.csv")
+    figure(results, outdir / "demo.png", f"{jobs} jobs (kinds a, b) on fast/slow x {placeholders} placeholders")
+    console.print(f"written to {outdir}/ (demo.csv, demo.png)")
