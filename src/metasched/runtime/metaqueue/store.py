@@ -131,6 +131,9 @@ class Store:
         self._fixed_estimates = estimates is not None
         self._learned_at = -math.inf
         self.learn_every_s = learn_every_s
+        self._waits: dict[str, float] | None = None
+        self._waits_at = -math.inf
+        self._kinds: dict[object, str] = {}
 
     @classmethod
     def open(cls, url: str | None = None, **kwargs: Any) -> Store:
@@ -298,7 +301,7 @@ class Store:
                 sites = sorted({site, *(world.sites if world else ())})
                 ready = []
                 for r in cands:
-                    kind = job_kind(r.name, r.command)
+                    kind = self._kind(r.name, r.command)
                     table = {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
                     # The user's --time is the limit; without one, the learned estimate here feeds the
                     # "fits my remaining wall time" check.
@@ -419,14 +422,10 @@ class Store:
                 JOBS.c.placeholder_id, JOBS.c.site, JOBS.c.start_at, JOBS.c.time_s, JOBS.c.name, JOBS.c.command
             ).where(JOBS.c.state == JobState.RUNNING)
         ):
-            guess = est.estimate(job_kind(r.name, r.command), r.site) if r.site else None
+            guess = est.estimate(self._kind(r.name, r.command), r.site) if r.site else None
             end = (r.start_at or now) + (guess if guess is not None else r.time_s)
             busy[r.placeholder_id] = max(busy.get(r.placeholder_id, end), end)
-        waits: dict[str, list[float]] = {}
-        for site_name, wait in conn.execute(
-            select(PLACEHOLDERS.c.site, PLACEHOLDERS.c.wait_s).where(PLACEHOLDERS.c.wait_s.is_not(None))
-        ):
-            waits.setdefault(site_name, []).append(wait)
+        waits = self._typical_waits(conn)
         idle: dict[str, int] = defaultdict(int)
         busy_until: dict[str, list[float]] = defaultdict(list)
         queued: dict[str, list[float]] = defaultdict(list)
@@ -439,12 +438,34 @@ class Store:
                 else:
                     idle[p.site] += 1
             else:
-                typical = statistics.median(waits[p.site]) if p.site in waits else 0.0
+                typical = waits.get(p.site, 0.0)
                 queued[p.site].append(max(p.submitted_at + typical, 2 * now - p.submitted_at))
         names = sorted({p.site for p in phs})
         return ClaimWorld(
             {n: SiteSlots(n, idle[n], tuple(sorted(busy_until[n])), tuple(sorted(queued[n]))) for n in names}
         )
+
+    def _typical_waits(self, conn: Connection) -> dict[str, float]:
+        """Median measured queue wait of each site's placeholders (cached like the estimates)."""
+        clock = time.monotonic()
+        if self._waits is None or clock - self._waits_at >= min(self.learn_every_s, 5.0):
+            waits: dict[str, list[float]] = {}
+            for site_name, wait in conn.execute(
+                select(PLACEHOLDERS.c.site, PLACEHOLDERS.c.wait_s).where(PLACEHOLDERS.c.wait_s.is_not(None))
+            ):
+                waits.setdefault(site_name, []).append(wait)
+            self._waits = {k: statistics.median(v) for k, v in waits.items()}
+            self._waits_at = clock
+        return self._waits
+
+    def _kind(self, name: str | None, command: str) -> str:
+        key = (name, command) if name is None else name
+        kind = self._kinds.get(key)
+        if kind is None:
+            kind = self._kinds[key] = job_kind(name, command)
+            if len(self._kinds) > 100_000:
+                self._kinds.clear()
+        return kind
 
     def _free_licences(self, conn: Connection, site: str) -> dict[str, int]:
         row = conn.execute(select(SITES.c.licences).where(SITES.c.name == site)).first()
