@@ -2,8 +2,8 @@
 
 The placeholder-world simulator runs a workload under a claim policy and records every claim
 (instant, site, placeholder, jobs chosen). The same workload is then played against a real store
-(SQLite) in lockstep: the same submissions at the same instants, the same placeholders, each
-recorded claim asked of ``Store.claim`` at its instant, each job completed when the simulator ended
+(SQLite, and PostgreSQL when the testbed runs) in lockstep: the same submissions at the same
+instants, the same placeholders, each recorded claim asked of ``Store.claim`` at its instant, each job completed when the simulator ended
 it. The store builds its own snapshot (ready jobs from its tables, the world from its placeholders
 and running jobs, estimates per (kind, site)) and must choose exactly what the simulator's policy
 chose, for every policy of the registry.
@@ -12,7 +12,6 @@ chose, for every policy of the registry.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -41,15 +40,13 @@ def workload(seed: int, n: int) -> list[Job]:
 
 @pytest.mark.parametrize("key", sorted(REGISTRY))
 @pytest.mark.parametrize("seed", [1, 2])
-def test_simulator_and_store_choose_the_same(key: str, seed: int, tmp_path: Path) -> None:
+def test_simulator_and_store_choose_the_same(key: str, seed: int, db_url: str) -> None:
     jobs = workload(seed, 40)
     sites = [PlaceholderSite("A", 2), PlaceholderSite("B", 2)]
     sched, claims = simulate_claims(jobs, sites, REGISTRY[key](), record=True)
     assert claims and any(c.chosen for c in claims)
 
-    store = Store.open(
-        f"sqlite:///{tmp_path / 'q.db'}", policy=REGISTRY[key](), lease_s=1e9, estimates=FixedEstimates(SPEED)
-    )
+    store = Store.open(db_url, policy=REGISTRY[key](), lease_s=1e9, estimates=FixedEstimates(SPEED))
     play(store, jobs, sites, sched, claims)
     assert store.counts().get("done") == len(jobs)
     store.close()
