@@ -3,10 +3,10 @@
 The placeholder-world simulator runs a workload under a claim policy and records every claim
 (instant, site, placeholder, jobs chosen). The same workload is then played against a real store
 (SQLite, and PostgreSQL when the testbed runs) in lockstep: the same submissions at the same
-instants, the same placeholders, each recorded claim asked of ``Store.claim`` at its instant, each job completed when the simulator ended
-it. The store builds its own snapshot (ready jobs from its tables, the world from its placeholders
-and running jobs, estimates per (kind, site)) and must choose exactly what the simulator's policy
-chose, for every policy of the registry.
+instants, the same placeholders, each recorded claim asked of ``Store.claim`` at its instant,
+each job completed when the simulator ended it. The store builds its own snapshot (ready jobs
+from its tables, the world from its placeholders and running jobs, estimates per (kind, site))
+and must choose exactly what the simulator's policy chose, for every policy of the registry.
 """
 
 from __future__ import annotations
