@@ -43,3 +43,25 @@ def test_store_learns_and_checks_remaining_wall_time(tmp_path: Path) -> None:
     assert store.claim("A", "p", FreeResources(1, remaining_s=50.0), now=101.0).action == "wait"
     assert [c.name for c in store.claim("A", "p", FreeResources(1, remaining_s=150.0), now=102.0).jobs] == ["sim-2"]
     store.close()
+
+
+def test_store_feeds_deadline_and_user_class_to_pasquali(tmp_path: Path) -> None:
+    from metasched.policy.claim import PasqualiClaim
+    from metasched.runtime.metaqueue.records import StoreError
+
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", policy=PasqualiClaim(), lease_s=1e9)
+    store.submit(
+        [
+            JobSpec("true", name="plain", time_s=10),
+            JobSpec("true", name="gold", user_class="gold", time_s=10),
+            # deadline 25 s after submission, 10 s long, k = 2: on the ramp at t=0 -> urgency 2.5 > gold's 2
+            JobSpec("true", name="urgent", deadline_s=25, time_s=10),
+        ],
+        now=0.0,
+    )
+    got = [c.name for c in store.claim("A", "p", FreeResources(3), limit=3, now=0.0).jobs]
+    assert got == ["urgent", "gold", "plain"]
+    assert store.job("urgent")["deadline_at"] == 25.0 and store.job("gold")["user_class"] == "gold"
+    with pytest.raises(StoreError, match="user class"):
+        store.submit([JobSpec("true", user_class="platinum")])
+    store.close()

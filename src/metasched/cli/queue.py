@@ -61,6 +61,10 @@ def submit(
     mem: Annotated[str, typer.Option(help="Memory, e.g. 512M or 4G.")] = "0",
     licence: Annotated[list[str] | None, typer.Option(help="Licence NAME[:COUNT] (repeatable).")] = None,
     time_: Annotated[str, typer.Option("--time", help="Wall-time estimate: 90s, 10m, 2h, H:MM:SS.")] = "0",
+    deadline: Annotated[
+        str | None, typer.Option(help="Wanted done within this long of submission (pasquali policy).")
+    ] = None,
+    user_class: Annotated[str, typer.Option(help="gold, silver or regular (pasquali policy).")] = "regular",
     max_attempts: Annotated[int, typer.Option(help="Runs allowed when placeholders vanish.")] = 3,
     db: DbOpt = None,
 ) -> None:
@@ -74,6 +78,8 @@ def submit(
             cpus=cpus,
             mem_mb=parse_mem_mb(mem),
             licences=parse_licences(licence or []),
+            deadline_s=parse_duration_s(deadline) if deadline else None,
+            user_class=user_class.lower(),
             time_s=parse_duration_s(time_),
             cwd=os.getcwd(),
             max_attempts=max_attempts,

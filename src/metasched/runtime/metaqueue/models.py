@@ -36,6 +36,10 @@ class JobRow(Base):
     mem_mb: Mapped[int] = mapped_column(Integer, default=0)
     licences: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
     time_s: Mapped[float] = mapped_column(Float, default=0.0)
+    #: The instant the user wants the job done by (``None``: no deadline); ``user_class``: gold,
+    #: silver or regular. Both feed the ``pasquali`` claim policy (migration 0002).
+    deadline_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    user_class: Mapped[str] = mapped_column(String(16), default="regular", server_default="regular")
     state: Mapped[str] = mapped_column(String(16), default="queued")
     pending_deps: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)

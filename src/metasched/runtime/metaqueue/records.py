@@ -24,6 +24,10 @@ class JobSpec:
     cwd: str = ""
     env: dict[str, str] = field(default_factory=dict)
     max_attempts: int = 3
+    #: Wanted done within this many seconds of submission (``None``: no deadline).
+    deadline_s: float | None = None
+    #: gold, silver or regular (the two-level scheduler's user classes).
+    user_class: str = "regular"
 
     def validate(self) -> None:
         where = f"job {self.name!r}" if self.name else f"job {self.command!r}"
@@ -37,6 +41,10 @@ class JobSpec:
             raise StoreError(f"{where}: max_attempts must be >= 1")
         if self.name is not None and (not self.name or self.name.isdigit()):
             raise StoreError(f"{where}: a job name must be non-empty and not all digits (digits mean job ids)")
+        if self.deadline_s is not None and self.deadline_s <= 0:
+            raise StoreError(f"{where}: deadline must be > 0 seconds after submission")
+        if self.user_class not in ("gold", "silver", "regular"):
+            raise StoreError(f"{where}: user class must be gold, silver or regular, got {self.user_class!r}")
         for lic, count in self.licences.items():
             if count < 1:
                 raise StoreError(f"{where}: licence {lic!r} count must be >= 1")

@@ -50,7 +50,7 @@ SITES = cast(Table, SiteRow.__table__)
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_LEASE_S = 60.0
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 
 def metasched_home() -> Path:
@@ -234,6 +234,8 @@ class Store:
                         "mem_mb": spec.mem_mb,
                         "licences": spec.licences,
                         "time_s": float(spec.time_s),
+                        "deadline_at": None if spec.deadline_s is None else now + spec.deadline_s,
+                        "user_class": spec.user_class,
                         "state": state,
                         "pending_deps": pending,
                         "attempts": 0,
@@ -286,6 +288,8 @@ class Store:
                     JOBS.c.licences,
                     JOBS.c.name,
                     JOBS.c.command,
+                    JOBS.c.deadline_at,
+                    JOBS.c.user_class,
                 )
                 .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
                 .order_by(JOBS.c.id)
@@ -307,6 +311,9 @@ class Store:
                     # "fits my remaining wall time" check.
                     requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
                     attrs = {"mem_mb": r.mem_mb, "licences": r.licences or {}, "kind": kind, "estimates": table}
+                    attrs["user_class"] = r.user_class or "regular"
+                    if r.deadline_at is not None:
+                        attrs["deadline"] = r.deadline_at
                     ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
                 if any(r.licences for r in cands):
                     free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))

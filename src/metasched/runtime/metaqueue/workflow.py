@@ -73,7 +73,21 @@ def parse_licences(value: Any) -> dict[str, int]:
     return out
 
 
-_KEYS = {"name", "command", "after", "cpus", "mem", "time", "licences", "licenses", "cwd", "env", "max_attempts"}
+_KEYS = {
+    "name",
+    "command",
+    "after",
+    "cpus",
+    "mem",
+    "time",
+    "licences",
+    "licenses",
+    "cwd",
+    "env",
+    "max_attempts",
+    "deadline",
+    "user_class",
+}
 
 
 def spec_from_mapping(entry: Any, index: int, default_cwd: str = "") -> JobSpec:
@@ -100,6 +114,8 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "") -> JobSpec:
         cwd=str(entry.get("cwd", default_cwd)),
         env={str(k): str(v) for k, v in (entry.get("env") or {}).items()},
         max_attempts=int(entry.get("max_attempts", 3)),
+        deadline_s=parse_duration_s(entry["deadline"]) if entry.get("deadline") else None,
+        user_class=str(entry.get("user_class", "regular")).lower(),
     )
 
 
