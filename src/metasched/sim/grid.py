@@ -41,7 +41,7 @@ then, add the jobs submitted then, then one scheduling pass.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -179,7 +179,7 @@ class GridScheduler:
         proj = list(self.free)
         select = self.selector.select
         sizes = self.sizes
-        streams = [((e if e > now else now, m, p) for e, _, p in run) for m, run in enumerate(self.running)]
+        streams = [_releases(run, m, now) for m, run in enumerate(self.running)]
         current: float | None = None
         for t, m, p in heapq.merge(*streams):
             if current is not None and t != current:
@@ -274,6 +274,12 @@ class GridScheduler:
             max_free = max(free)
 
 
+def _releases(running: SortedList, machine: int, now: float) -> Iterator[tuple[float, int, int]]:
+    """``(release instant, machine, procs)`` of a machine's running parts, in time order."""
+    for expected_end, _, procs in running:
+        yield (expected_end if expected_end > now else now, machine, procs)
+
+
 def simulate_grid(
     jobs: Sequence[Job],
     sizes: Sequence[int],
@@ -363,7 +369,7 @@ def simulate_local(jobs: Sequence[Job], sizes: Sequence[int], *, record_log: boo
     jobs_list = list(jobs)
     schedule = Schedule.empty(jobs_list, sum(sizes), [f"m{i}" for i in range(len(sizes))])
     parts: list[Allocation] = [((job.home_site, job.requested_procs),) for job in jobs_list]
-    log: list[LogEntry] = []
+    ranked_log: list[tuple[tuple[float, int, int], LogEntry]] = []
     for m, indices in enumerate(by_site):
         if not indices:
             continue
@@ -375,10 +381,13 @@ def simulate_local(jobs: Sequence[Job], sizes: Sequence[int], *, record_log: boo
         schedule.site[idx] = m
         if record_log:
             for j, job in enumerate(site_jobs):
-                log.append((float(sub.start_time[j]), m, job.requested_procs, job.job_id))
-                log.append((float(sub.end_time[j]), m, -job.requested_procs, job.job_id))
-    if record_log:
-        # Within an instant the core releases before it starts.
-        log.sort(key=lambda e: (e[0], e[2] > 0))
+                start, end = float(sub.start_time[j]), float(sub.end_time[j])
+                ranked_log.append(((start, 1, len(ranked_log)), (start, m, job.requested_procs, job.job_id)))
+                # Within an instant the core releases, then starts; a zero-length job holds its
+                # processors for no time, so its end is logged right after its start.
+                rank = (end, 1, len(ranked_log)) if end == start else (end, 0, 0)
+                ranked_log.append((rank, (end, m, -job.requested_procs, job.job_id)))
+    ranked_log.sort(key=lambda e: e[0])
+    log = [entry for _, entry in ranked_log]
     schedule.meta["scenario"] = "local"
     return GridResult(schedule, parts, sizes, log, [])
