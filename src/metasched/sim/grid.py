@@ -41,7 +41,7 @@ then, add the jobs submitted then, then one scheduling pass.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -120,8 +120,8 @@ class GridScheduler:
         self.free = list(self.sizes)
         self.total_free = sum(self.sizes)
         self.queue: dict[int, Job] = {}
-        # Per machine: (expected end, job_id, procs) of the running parts, sorted.
-        self.running: list[SortedList] = [SortedList() for _ in self.sizes]
+        # (expected end, job_id, machine, procs) of every running part, sorted: the release stream.
+        self.running: SortedList = SortedList()
         self.active: dict[int, tuple[Allocation, float]] = {}
         self.ends: list[tuple[float, int, int]] = []
         self._seq = 0
@@ -153,7 +153,7 @@ class GridScheduler:
             if procs <= 0 or procs > free[m]:
                 raise RuntimeError(f"machine {m}: part of {procs} processors for job {job.job_id} with {free[m]} free")
             free[m] -= procs
-            self.running[m].add((expected_end, job.job_id, procs))
+            self.running.add((expected_end, job.job_id, m, procs))
             if self.record_log:
                 self.log.append((now, m, procs, job.job_id))
         self.total_free -= job.requested_procs
@@ -166,7 +166,7 @@ class GridScheduler:
         alloc, expected_end = self.active.pop(job_id)
         for m, procs in alloc:
             self.free[m] += procs
-            self.running[m].remove((expected_end, job_id, procs))
+            self.running.remove((expected_end, job_id, m, procs))
             if self.record_log:
                 self.log.append((now, m, -procs, job_id))
         self.total_free += sum(p for _, p in alloc)
@@ -177,30 +177,38 @@ class GridScheduler:
         """Earliest instant the selector places ``head`` on the projected free processors."""
         procs = head.requested_procs
         proj = list(self.free)
+        total = self.total_free
         select = self.selector.select
         sizes = self.sizes
-        streams = [_releases(run, m, now) for m, run in enumerate(self.running)]
+        may_split = self.selector.may_split
+        # A whole-job allocation needs one machine with ``procs`` free, a split one ``procs`` free
+        # in all (the selector contract): the selector is only asked when that may hold.
+        whole = False
         current: float | None = None
-        for t, m, p in heapq.merge(*streams):
-            if current is not None and t != current:
+        for expected_end, _, m, p in self.running:
+            t = expected_end if expected_end > now else now
+            if current is not None and t != current and (whole or (may_split and total >= procs)):
                 alloc = select(procs, proj, sizes)
                 if alloc is not None:
                     return current, alloc
             current = t
             proj[m] += p
+            total += p
+            if proj[m] >= procs:
+                whole = True
         alloc = select(procs, proj, sizes)
         if alloc is None or current is None:
             raise AssertionError(f"job {head.job_id} cannot be placed even on the idle grid")
         return current, alloc
 
-    def _projected_free(self, m: int, at: float, now: float) -> int:
-        """Free processors of machine ``m`` at ``at`` counting releases at expected ends <= ``at``."""
-        free = self.free[m]
-        for e, _, p in self.running[m]:
-            if (e if e > now else now) > at:
+    def _projected_free(self, at: float, now: float) -> list[int]:
+        """Free processors of every machine at ``at``, counting releases at expected ends <= ``at``."""
+        proj = list(self.free)
+        for expected_end, _, m, p in self.running:
+            if (expected_end if expected_end > now else now) > at:
                 break
-            free += p
-        return free
+            proj[m] += p
+        return proj
 
     def schedule_pass(self, now: float) -> None:
         queue = self.queue
@@ -233,7 +241,8 @@ class GridScheduler:
         shadow, reserved = self._reservation(head, now)
         if self.record_reservations:
             self.reservations.append((now, head.job_id, shadow))
-        extra = {m: self._projected_free(m, shadow, now) - procs for m, procs in reserved}
+        proj = self._projected_free(shadow, now)
+        extra = {m: proj[m] - procs for m, procs in reserved}
         select = self.selector.select
         sizes = self.sizes
         free = self.free
@@ -246,6 +255,8 @@ class GridScheduler:
 
         usable_long = limited()
         max_free = max(free)
+        max_long = max(usable_long)
+        total_long = sum(usable_long)
         for job in islice(self.queue.values(), position + 1, None):
             if self.total_free == 0:
                 break
@@ -253,6 +264,8 @@ class GridScheduler:
             if procs > self.total_free or (not may_split and procs > max_free):
                 continue
             ends_by_shadow = now + job.requested_time <= shadow
+            if not ends_by_shadow and (procs > total_long or (not may_split and procs > max_long)):
+                continue
             alloc = select(procs, free if ends_by_shadow else usable_long, sizes)
             if alloc is None:
                 continue
@@ -272,12 +285,8 @@ class GridScheduler:
                         extra[m] -= p
             usable_long = limited()
             max_free = max(free)
-
-
-def _releases(running: SortedList, machine: int, now: float) -> Iterator[tuple[float, int, int]]:
-    """``(release instant, machine, procs)`` of a machine's running parts, in time order."""
-    for expected_end, _, procs in running:
-        yield (expected_end if expected_end > now else now, machine, procs)
+            max_long = max(usable_long)
+            total_long = sum(usable_long)
 
 
 def simulate_grid(

@@ -23,12 +23,8 @@ class BestFit(MachineSelector):
     key: ClassVar[str] = "best-fit"
 
     def select(self, procs: int, free: Sequence[int], sizes: Sequence[int]) -> Allocation | None:
-        best = -1
-        best_left = 0
-        for m, f in enumerate(free):
-            left = f - procs
-            if left >= 0 and (best < 0 or left < best_left):
-                best, best_left = m, left
-                if left == 0:
-                    break
-        return None if best < 0 else ((best, procs),)
+        if not free or procs > max(free):
+            return None
+        # Fewest left over = smallest free count that still fits; ``index`` gives its lowest index.
+        fit = min(f for f in free if f >= procs)
+        return ((free.index(fit), procs),)
