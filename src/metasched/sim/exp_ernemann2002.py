@@ -66,6 +66,7 @@ ROW_FIELDS: tuple[str, ...] = (
     "utilization",
     "makespan",
     "sim_s",
+    "cpu_s",
 )
 
 
@@ -191,7 +192,8 @@ def simulate_run(jobs: Sequence[Job], sizes: Sequence[int], scenario: str, overh
     raise ValueError(f"unknown scenario {scenario!r}")
 
 
-def row_of(run: Run, result: GridResult, sim_s: float) -> dict[str, Any]:
+def row_of(run: Run, result: GridResult, sim_s: float, cpu_s: float) -> dict[str, Any]:
+    """One CSV row; ``sim_s`` / ``cpu_s``: wall and CPU seconds of the simulation."""
     summary = summarise(result.schedule)
     return {
         "workload": run.workload,
@@ -208,6 +210,7 @@ def row_of(run: Run, result: GridResult, sim_s: float) -> dict[str, Any]:
         "utilization": summary["utilization"],
         "makespan": summary["makespan"],
         "sim_s": sim_s,
+        "cpu_s": cpu_s,
     }
 
 
@@ -235,9 +238,9 @@ def _modified(workload: str, config: str, modification: int) -> list[Job]:
 def _execute(run: Run) -> dict[str, Any]:
     sizes = config_of(run.config).sizes
     jobs = _modified(run.workload, run.config, run.modification)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = simulate_run(jobs, sizes, run.scenario, run.overhead)
-    return row_of(run, result, time.perf_counter() - t0)
+    return row_of(run, result, time.perf_counter() - t0, time.process_time() - c0)
 
 
 def _dedupe(runs: Sequence[Run], workloads: dict[str, list[Job]]) -> dict[Run, list[Run]]:
