@@ -141,3 +141,20 @@ def test_bad_sweep_input_is_named() -> None:
         exp.run_sweep({"w": ctc_like(10, seed=1)}, ["m1000"], (0.0,), workers=1)
     with pytest.raises(ValueError, match="overheads"):
         exp.run_sweep({"w": ctc_like(10, seed=1)}, ["m128"], (-0.1,), workers=1)
+
+
+def _content(jobs: list[Job], with_home: bool) -> list[tuple[float, float, float, int, int]]:
+    return [
+        (j.submit_time, j.run_time, j.requested_time, j.requested_procs, j.home_site if with_home else -1) for j in jobs
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3]), st.booleans())
+def test_signature_identifies_equal_modified_workloads(
+    case: tuple[list[Job], list[int]], a: int, b: int, with_home: bool
+) -> None:
+    jobs, sizes = case
+    same = _content(exp.modify(jobs, sizes, a), with_home) == _content(exp.modify(jobs, sizes, b), with_home)
+    sig_a = exp.signature(jobs, sizes, a, with_home=with_home)
+    assert (sig_a == exp.signature(jobs, sizes, b, with_home=with_home)) == same

@@ -44,7 +44,7 @@ def test_job_sharing_hand_worked_easy_reservation() -> None:
         4: (100, 160, ((0, 2),)),
         5: (0, 50, ((1, 2),)),
     }
-    assert (0.0, 3, 50.0) in result.reservations
+    assert (0.0, 3, 50.0, ((1, 4),)) in result.reservations
 
 
 def test_multisite_hand_worked_split_and_overhead() -> None:
@@ -67,7 +67,7 @@ def test_multisite_hand_worked_split_and_overhead() -> None:
         5: (45, 85, ((1, 2),)),
     }
     assert result.n_split == 2
-    assert (10.0, 3, 30.0) in result.reservations
+    assert (10.0, 3, 30.0, ((0, 4), (1, 2))) in result.reservations
 
 
 def test_split_job_crossing_the_shadow_uses_only_extra() -> None:
@@ -84,6 +84,25 @@ def test_split_job_crossing_the_shadow_uses_only_extra() -> None:
     got = starts(simulate_grid(jobs, [2, 3], MultiSite(), overhead=0.0))
     assert got[4] == (0, 6, ((0, 1), (1, 1)))
     assert got[3] == (10, 15, ((1, 3), (0, 2)))
+
+
+def test_job_no_machine_can_start_now_waits_for_the_earliest_machine() -> None:
+    # Machines 4 and 8, both busy. J3 (4 procs) can start nowhere now: it stays in the central queue
+    # and is promised m1, which frees first (at 50), not m0 (at 100) where it would fit best now.
+    jobs = [job(1, 0, 4, 100), job(2, 0, 8, 50), job(3, 0, 4, 10), job(4, 0, 4, 200)]
+    result = simulate_grid(jobs, [4, 8], BestFit(), record_reservations=True)
+    assert result.reservations[0] == (0.0, 3, 50.0, ((1, 4),))
+    got = starts(result)
+    assert got[3] == (50, 60, ((1, 4),))
+    assert got[4] == (50, 250, ((1, 4),))
+
+
+def test_reservation_tie_goes_to_best_fit() -> None:
+    # Both machines free up at 50; at that instant m1 (4) leaves 0 processors, m0 (8) would leave 4.
+    jobs = [job(1, 0, 8, 50), job(2, 0, 4, 50), job(3, 0, 4, 10)]
+    result = simulate_grid(jobs, [8, 4], BestFit(), record_reservations=True)
+    assert result.reservations[0] == (0.0, 3, 50.0, ((1, 4),))
+    assert starts(result)[3] == (50, 60, ((1, 4),))
 
 
 def test_local_runs_each_site_alone() -> None:
@@ -160,7 +179,7 @@ def test_grid_invariants(case: tuple[list[int], list[Job], MachineSelector, floa
         if not selector.may_split:
             assert len(result.parts[k]) == 1
     # EASY: the head never starts after a reservation it was given (estimates bound run times).
-    for _, job_id, shadow in result.reservations:
+    for _, job_id, shadow, _ in result.reservations:
         assert sched.start_time[by_id[job_id]] <= shadow
     again = simulate_grid(jobs, sizes, selector, overhead=overhead)
     assert again.parts == result.parts

@@ -132,11 +132,26 @@ def modify(jobs: Sequence[Job], sizes: Sequence[int], modification: int) -> list
     return [j.copy(job_id=k + 1) for k, j in enumerate(parts)]
 
 
-def _fingerprint(jobs: Iterable[Job], *, with_home: bool = True) -> str:
+def _part_widths(width: int, part_size: int) -> tuple[int, ...]:
+    """Widths of the parts :func:`split_wide` makes of a job of ``width`` (one part if it fits)."""
+    if width <= part_size:
+        return (width,)
+    n_parts = -(-width // part_size)
+    return (part_size,) * (n_parts - 1) + (width - part_size * (n_parts - 1),)
+
+
+def signature(jobs: Sequence[Job], sizes: Sequence[int], modification: int, *, with_home: bool = True) -> str:
+    """Digest of what :func:`modify` makes of ``jobs``, without building it: equal digests mean the
+    same jobs (times and widths, and home sites if ``with_home``) in the same order."""
     digest = hashlib.blake2b(digest_size=16)
-    for j in jobs:
-        home = j.home_site if with_home else -1
-        digest.update(f"{j.submit_time},{j.run_time},{j.requested_time},{j.requested_procs},{home};".encode())
+    n, largest = len(sizes), max(sizes)
+    ordered = sorted(jobs, key=lambda j: j.submit_time)  # split_round_robin's order
+    for k, j in enumerate(ordered):
+        home = k % n
+        size = sizes[home] if modification == 1 else largest if modification == 2 else j.requested_procs
+        widths = _part_widths(j.requested_procs, size)
+        tag = home if with_home else -1
+        digest.update(f"{j.submit_time},{j.run_time},{j.requested_time},{widths},{tag};".encode())
     return digest.hexdigest()
 
 
@@ -245,18 +260,22 @@ def _execute(run: Run) -> dict[str, Any]:
 
 def _dedupe(runs: Sequence[Run], workloads: dict[str, list[Job]]) -> dict[Run, list[Run]]:
     """Representative run -> every run that has the same modified workload, scenario and overhead."""
-    fingerprints: dict[tuple[str, str, int], tuple[str, str]] = {}
+    fingerprints: dict[tuple[str, str, int, bool], str] = {}
+
+    def fingerprint(run: Run, with_home: bool) -> str:
+        fkey = (run.workload, run.config, run.modification, with_home)
+        if fkey not in fingerprints:
+            sizes = config_of(run.config).sizes
+            fingerprints[fkey] = signature(workloads[run.workload], sizes, run.modification, with_home=with_home)
+        return fingerprints[fkey]
+
     groups: dict[tuple[Any, ...], list[Run]] = {}
     for run in runs:
-        fkey = (run.workload, run.config, run.modification)
-        if fkey not in fingerprints:
-            jobs = modify(workloads[run.workload], config_of(run.config).sizes, run.modification)
-            fingerprints[fkey] = (_fingerprint(jobs), _fingerprint(jobs, with_home=False))
         if run.scenario == SINGLE:
             # One machine: the sites and the home sites do not matter, only the jobs and the size.
-            key: tuple[Any, ...] = (SINGLE, config_of(run.config).total_procs, fingerprints[fkey][1])
+            key: tuple[Any, ...] = (SINGLE, config_of(run.config).total_procs, fingerprint(run, False))
         else:
-            key = (run.config, run.scenario, run.overhead, fingerprints[fkey][0])
+            key = (run.config, run.scenario, run.overhead, fingerprint(run, True))
         groups.setdefault(key, []).append(run)
     return {members[0]: members for members in groups.values()}
 

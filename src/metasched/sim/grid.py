@@ -56,6 +56,8 @@ from metasched.sim.schedule import Schedule
 
 #: ``(time, machine, delta procs, job_id)``: +procs when a part starts, -procs when it ends.
 LogEntry = tuple[float, int, int, int]
+#: ``(pass instant, head job_id, reserved start, reserved allocation)``.
+Reservation = tuple[float, int, float, Allocation]
 
 
 @dataclass
@@ -66,14 +68,15 @@ class GridResult:
     part, ``procs`` its width, ``run_time`` the time it really ran (with the split overhead).
     ``parts[i]`` is job ``i``'s allocation. ``log`` (if recorded) lists every change of a
     machine's busy processors in the order the simulator made it; ``reservations`` (if recorded)
-    lists ``(pass instant, head job_id, reserved start)`` for every pass that blocked a head.
+    lists ``(pass instant, head job_id, reserved start, reserved allocation)`` for every pass that
+    blocked a head.
     """
 
     schedule: Schedule
     parts: list[Allocation]
     sizes: tuple[int, ...]
     log: list[LogEntry] = field(default_factory=list)
-    reservations: list[tuple[float, int, float]] = field(default_factory=list)
+    reservations: list[Reservation] = field(default_factory=list)
 
     @property
     def n_split(self) -> int:
@@ -128,7 +131,7 @@ class GridScheduler:
         self.record_log = record_log
         self.record_reservations = record_reservations
         self.log: list[LogEntry] = []
-        self.reservations: list[tuple[float, int, float]] = []
+        self.reservations: list[Reservation] = []
         #: job_id -> (start, end, allocation, effective run time) of every started job.
         self.started: dict[int, tuple[float, float, Allocation, float]] = {}
 
@@ -232,15 +235,15 @@ class GridScheduler:
         if head is not None and self.total_free > 0 and len(queue) > position + 1:
             self._backfill(head, position, now, started)
         elif head is not None and self.record_reservations:
-            shadow, _ = self._reservation(head, now)
-            self.reservations.append((now, head.job_id, shadow))
+            shadow, reserved = self._reservation(head, now)
+            self.reservations.append((now, head.job_id, shadow, reserved))
         for job_id in started:
             del queue[job_id]
 
     def _backfill(self, head: Job, position: int, now: float, started: list[int]) -> None:
         shadow, reserved = self._reservation(head, now)
         if self.record_reservations:
-            self.reservations.append((now, head.job_id, shadow))
+            self.reservations.append((now, head.job_id, shadow, reserved))
         proj = self._projected_free(shadow, now)
         extra = {m: proj[m] - procs for m, procs in reserved}
         select = self.selector.select
