@@ -104,21 +104,26 @@ def _row(w: str, c: str, s: str, mod: int, p: float, awrt: float) -> dict[str, o
 
 def test_claims_read_the_numbers() -> None:
     rows = []
-    for c, js, slope in (("m128", 100.0, 100.0), ("m256", 100.0, 100.0), ("m384", 100.0, 300.0), ("m64", 100.0, 300.0)):
+    for c, js, slope in (("m128", 100.0, 100.0), ("m256", 100.0, 100.0), ("m384", 100.0, 300.0), ("m64", 100.0, 20.0)):
         rows += [_row("w", c, "local", 1, 0.0, 250.0), _row("w", c, "job-sharing", 1, 0.0, js)]
         rows += [_row("w", c, "job-sharing", 2, 0.0, js), _row("w", c, "single", 2, 0.0, 76.0)]
         rows += [_row("w", c, "multisite", 2, p, 80.0 + slope * p) for p in (0.0, 0.1, 0.2, 0.25, 0.3, 0.4)]
     rows.append(_row("w", "m512", "single", 2, 0.0, 76.0))
-    claims = {c.text.split(" (")[0]: c for c in exp.evaluate_claims(rows)}
-    assert len(claims) == 4
+    claims = {c.text: c for c in exp.evaluate_claims(rows)}
+    assert len(claims) == 5
     sharing = claims["Job sharing cuts AWRT by over 50% against local processing on m128"]
     assert sharing.holds and "60.0% lower" in sharing.detail
     close = next(c for t, c in claims.items() if t.startswith("Multi-site with p = 0"))
     assert close.holds and "+5.3%" in close.detail
     at25 = next(c for t, c in claims.items() if t.startswith("Multi-site still beats"))
     assert not at25.holds and "break-even 20.0%" in at25.detail  # 80 + 100p reaches 100 at p = 0.2
-    equal = next(c for t, c in claims.items() if t.startswith("Equal-sized"))
-    assert equal.holds and "m384: 6.7%" in equal.detail
+    vs384 = claims["Equal-sized machines (m128, m256) tolerate more overhead than m384"]
+    assert vs384.holds and "m384: 6.7%" in vs384.detail
+    vs64 = claims["Equal-sized machines (m128, m256) tolerate more overhead than m64"]
+    assert not vs64.holds and "m64/w: never" in vs64.detail  # 80 + 20p stays below 100 up to 40%
+    rows += [_row("w", "m128", "multisite", 3, p, 84.0 + 100.0 * p) for p in (0.0, 0.25)]
+    wide = next(c for c in exp.evaluate_claims(rows) if c.text.startswith("Keeping wide jobs"))
+    assert wide.holds and "+5.0% at p = 0" in wide.detail
 
 
 def test_sweep_dedupes_identical_runs_and_is_deterministic() -> None:

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from metasched.cli.experiment import app
-from metasched.report.ernemann2002 import summary_markdown, write_figures, write_rows
+from metasched.report.ernemann2002 import read_rows, summary_markdown, write_figures, write_rows
 from metasched.sim import exp_ernemann2002 as exp
 from metasched.workload.info import describe
 
@@ -43,6 +43,9 @@ def ernemann2002(
         f"{100 * p:g}" for p in exp.OVERHEADS
     ),
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    replot: Annotated[
+        bool, typer.Option("--replot", help="Do not simulate: redo figures and summary from DIR/results.csv.")
+    ] = False,
 ) -> None:
     """Local processing vs job sharing vs multi-site co-allocation (Ernemann et al. 2002)."""
     config_keys = [c.strip() for c in configs.split(";") if c.strip()]
@@ -65,39 +68,46 @@ def ernemann2002(
         console.print(f"[red]{err}[/]")
         raise typer.Exit(2) from None
     t_load = time.perf_counter() - t0
-    with Progress(
-        TextColumn("[bold]ernemann2002[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("runs", total=None)
-        planned: list[int] = []
+    planned: list[int] = []
+    if replot:
+        if not (out / "results.csv").exists():
+            console.print(f"[red]--replot: {out / 'results.csv'} not found; run the sweep first[/]")
+            raise typer.Exit(2)
+        rows = read_rows(out / "results.csv")
+    else:
+        with Progress(
+            TextColumn("[bold]ernemann2002[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as progress:
+            task = progress.add_task("runs", total=None)
 
-        def on_plan(n: int) -> None:
-            planned.append(n)
-            progress.update(task, total=n)
+            def on_plan(n: int) -> None:
+                planned.append(n)
+                progress.update(task, total=n)
 
-        rows = exp.run_sweep(
-            workloads,
-            config_keys,
-            ps,
-            workers=workers,
-            on_plan=on_plan,
-            on_done=lambda _run: progress.advance(task),
-        )
+            rows = exp.run_sweep(
+                workloads,
+                config_keys,
+                ps,
+                workers=workers,
+                on_plan=on_plan,
+                on_done=lambda _run: progress.advance(task),
+            )
     t_sweep = time.perf_counter() - t0 - t_load
     write_rows(rows, out / "results.csv")
     figures = write_figures(rows, out)
     claims = exp.evaluate_claims(rows)
     infos = {w: describe(j, procs=512) for w, j in workloads.items()}
     setup = exp.describe_setup(trace_path, workloads, infos)
-    setup.append(
-        f"{len(rows)} result rows from {sum(planned)} distinct simulations (identical modified workloads run "
-        f"once); wall time: loading {t_load:.1f} s, sweep {t_sweep:.1f} s on {workers} worker(s)"
-    )
+    if not replot:
+        setup.append(
+            f"{len(rows)} result rows from {sum(planned)} distinct simulations (identical modified workloads run "
+            f"once); wall time: loading {t_load:.1f} s, sweep {t_sweep:.1f} s on {workers} worker(s)"
+        )
     text = summary_markdown(rows, claims, setup=setup, differences=exp.differences(rows, infos), figures=figures)
     (out / "summary.md").write_text(text)
     (out / "claims.json").write_text(

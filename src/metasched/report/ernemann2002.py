@@ -41,6 +41,17 @@ def write_rows(rows: Iterable[Mapping[str, Any]], path: Path) -> None:
             writer.writerow({k: row[k] for k in ROW_FIELDS})
 
 
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows written by :func:`write_rows`, with numbers as numbers."""
+    ints = {"modification", "jobs", "split_jobs"}
+    texts = {"workload", "config", "scenario"}
+    with path.open(newline="") as fh:
+        return [
+            {k: (v if k in texts else int(v) if k in ints else float(v)) for k, v in row.items()}
+            for row in csv.DictReader(fh)
+        ]
+
+
 def _index(rows: Iterable[Mapping[str, Any]]) -> dict[Key, float]:
     return {
         (r["workload"], r["config"], r["scenario"], int(r["modification"]), round(float(r["overhead"]), 4)): float(
@@ -97,7 +108,7 @@ def figure4(idx: Mapping[Key, float], path: Path, workload: str, config: str = "
 def figure5(idx: Mapping[Key, float], path: Path, workload: str) -> None:
     """Multi-site AWRT over the overhead, per configuration, relative to m512 (job sharing dashed)."""
     ref = idx.get((workload, REFERENCE, SINGLE, 2, 0.0))
-    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    fig, ax = plt.subplots(figsize=(8.6, 4.4))
     if ref:
         for k, c in enumerate(GRID_CONFIGS):
             xs, ys = _series(idx, workload, c, 2)
@@ -113,7 +124,7 @@ def figure5(idx: Mapping[Key, float], path: Path, workload: str) -> None:
     ax.set_ylabel("AWRT / AWRT(m512)")
     ax.set_title(f"Configurations vs m512, workload {workload}, modification 2")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -202,7 +213,7 @@ def summary_markdown(
     lines += ["## AWRT (s)", ""]
     overheads = sorted({k[4] for k in idx if k[2] == MULTISITE})
     shown = [p for p in overheads if p in (0.0, 0.1, 0.25, 0.4)] or overheads
-    header = ["workload", "config", "local (1)", "sharing (1)", "sharing (2)"]
+    header = ["workload", "config", "one 512 machine (2)", "local (1)", "sharing (1)", "sharing (2)"]
     header += [f"multi-site {100 * p:.0f}% ({mod})" for mod in (2, 3) for p in shown]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     configs = [c for c in (*GRID_CONFIGS, REFERENCE) if any(k[1] == c for k in idx)]
@@ -210,10 +221,13 @@ def summary_markdown(
         for c in configs:
             if c == REFERENCE:
                 cells = [w, c, _fmt(idx.get((w, c, SINGLE, 2, 0.0)))] + ["-"] * (len(header) - 3)
+            elif not any(k[:2] == (w, c) and k[2] != SINGLE for k in idx):
+                continue
             else:
                 cells = [
                     w,
                     c,
+                    _fmt(idx.get((w, c, SINGLE, 2, 0.0))),
                     _fmt(idx.get((w, c, LOCAL, 1, 0.0))),
                     _fmt(idx.get((w, c, SHARING, 1, 0.0))),
                     _fmt(idx.get((w, c, SHARING, 2, 0.0))),
