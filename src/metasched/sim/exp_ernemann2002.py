@@ -614,6 +614,18 @@ def differences(rows: Sequence[dict[str, Any]], infos: dict[str, dict[str, Any]]
             f"overhead up to {100 * max(OVERHEADS):.0f}% on {never} of {len(m64_even)} workloads, which is "
             "why a high m64 break-even overhead can contradict the paper's ranking of configurations."
         )
+    m128_even = {w: p for (w, c), p in even.items() if c == "m128"}
+    finite = [p for p in m128_even.values() if math.isfinite(p)]
+    if m128_even:
+        out.append(
+            "Overhead tolerance on m128: multi-site stops beating job sharing at "
+            + ", ".join(f"{w} {_pct(p)}" for w, p in sorted(m128_even.items()))
+            + (f" (finite ones {100 * min(finite):.0f}-{100 * max(finite):.0f}%)" if finite else "")
+            + ". The paper's 'about 25%' sits inside this spread; our strict test (better at exactly 25% on every "
+            "workload) is sharper than the paper's wording. The paper found ctcsyn the least favourable "
+            "workload; for us it is the most favourable: `ctc_like` draws independent inter-arrival gaps (no "
+            "daily or weekly cycle, no user sessions), so its load is smoother than the real extracts'."
+        )
     out.append(
         "Unspecified in the paper, chosen here: the single machine of a non-split multi-site job is chosen by "
         "BestFit; the central queue is FCFS with one EASY reservation for the whole grid (the first blocked "
