@@ -9,8 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metasched.model.job import Job
+from metasched.policy.local.easy import EasyBackfill
 from metasched.policy.meta import BestFit, MachineSelector, MultiSite
 from metasched.sim.grid import GridResult, simulate_grid, simulate_local
+from metasched.sim.replay import simulate
 
 
 def job(job_id: int, submit: float, procs: int, run: float, est: float | None = None, home: int = -1) -> Job:
@@ -194,3 +196,29 @@ def test_local_capacity(case: tuple[list[int], list[Job], MachineSelector, float
     result = simulate_local(jobs, sizes, record_log=True)
     check_capacity(result)
     assert all(len(p) == 1 and p[0][0] == j.home_site for p, j in zip(result.parts, jobs, strict=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(grid_cases())
+def test_one_machine_grid_is_the_core_easy(case: tuple[list[int], list[Job], MachineSelector, float]) -> None:
+    # On a single machine the central queue's EASY must make exactly the core EASY's decisions.
+    sizes, jobs, selector, overhead = case
+    size = max(sizes)
+    jobs = [j.copy(requested_procs=min(j.requested_procs, size)) for j in jobs]
+    grid = simulate_grid(jobs, [size], selector, overhead=overhead).schedule
+    core = simulate(jobs, size, EasyBackfill())
+    assert list(grid.start_time) == list(core.start_time)
+    assert list(grid.end_time) == list(core.end_time)
+
+
+@pytest.mark.traces
+def test_one_machine_grid_matches_core_easy_on_ctc() -> None:
+    from metasched.sim.exp_ernemann2002 import default_trace
+    from metasched.workload.swf import read_swf
+
+    if not default_trace().exists():
+        pytest.skip(f"shared CTC trace not found at {default_trace()} (set METASCHED_SHARED)")
+    jobs = read_swf(default_trace()).jobs[20_000:23_000]
+    grid = simulate_grid(jobs, [512], BestFit()).schedule
+    core = simulate(jobs, 512, EasyBackfill())
+    assert list(grid.start_time) == list(core.start_time)
