@@ -102,7 +102,7 @@ def ernemann2002(
     figures = write_figures(rows, out)
     claims = exp.evaluate_claims(rows)
     infos = {w: describe(j, procs=512) for w, j in workloads.items()}
-    setup = exp.describe_setup(trace_path, workloads, infos)
+    setup = exp.describe_setup(trace_path, workloads, infos, seed)
     if not replot:
         setup.append(
             f"{len(rows)} result rows from {sum(planned)} distinct simulations (identical modified workloads run "

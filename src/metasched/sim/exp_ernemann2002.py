@@ -522,13 +522,15 @@ def evaluate_claims(rows: Sequence[dict[str, Any]], *, close: float = 0.10) -> l
     return claims
 
 
-def describe_setup(trace: Path, workloads: dict[str, list[Job]], infos: dict[str, dict[str, Any]]) -> list[str]:
+def describe_setup(
+    trace: Path, workloads: dict[str, list[Job]], infos: dict[str, dict[str, Any]], seed: int = SEED
+) -> list[str]:
     """Bullet lines describing the workloads (``infos``: :func:`metasched.workload.info.describe`
     of each workload on 512 processors)."""
     lines = [
         f"Trace: `{trace.name}`; extracts ctc1-3 are {len(next(iter(workloads.values())))} consecutive jobs "
         "at the start, middle and end of the trace; ctcsyn is `ctc_like` resampled from the whole trace "
-        f"(seed {SEED} unless --seed).",
+        f"(seed {seed}).",
         "Round-robin site assignment; EASY backfilling on every machine; central grid queue (FCFS) with "
         "BestFit (job sharing) or MultiSite (single machine by BestFit, else split over the freest machines); "
         "split jobs run (1 + p) x longer, estimates alike.",
