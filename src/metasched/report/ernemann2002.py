@@ -216,7 +216,10 @@ def summary_markdown(
     header = ["workload", "config", "one 512 machine (2)", "local (1)", "sharing (1)", "sharing (2)"]
     header += [f"multi-site {100 * p:.0f}% ({mod})" for mod in (2, 3) for p in shown]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    configs = [c for c in (*GRID_CONFIGS, REFERENCE) if any(k[1] == c for k in idx)]
+    present = {k[1] for k in idx}
+    known = (*GRID_CONFIGS, REFERENCE)
+    configs = [c for c in GRID_CONFIGS if c in present] + sorted(present - set(known))
+    configs += [REFERENCE] if REFERENCE in present else []
     for w in workloads:
         for c in configs:
             if c == REFERENCE:
