@@ -1,0 +1,103 @@
+"""Fixtures for the remote-site tests: the project's own SSH test hosts (``scripts/testbed/sshd.sh``).
+
+The hosts are real OpenSSH servers: ``lo`` on 127.0.0.1 and ``msa``/``msb`` in network namespaces linked
+by veth pairs. Only one test (``test_ssh_live.py::test_cut_link_marks_site_down_and_others_carry_on``)
+cuts a link, and it cuts ``msa``; every other test stays off ``msa`` so that two xdist workers can
+run side by side.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metasched.runtime.remote.ssh import SshRunner, SshTarget
+
+REPO = Path(__file__).resolve().parents[3]
+SCRIPT = REPO / "scripts" / "testbed" / "sshd.sh"
+
+
+@dataclass(frozen=True)
+class SshTestbed:
+    """What ``sshd.sh`` wrote to ``hosts.json``."""
+
+    data: dict[str, Any]
+
+    @property
+    def dir(self) -> Path:
+        return Path(self.data["dir"])
+
+    @property
+    def user(self) -> str:
+        return str(self.data["user"])
+
+    @property
+    def home(self) -> Path:
+        return Path(self.data["home"])
+
+    def target(self, name: str, **overrides: Any) -> SshTarget:
+        host = self.data["hosts"][name]
+        kwargs: dict[str, Any] = {
+            "host": host["host"],
+            "port": host["port"],
+            "user": self.user,
+            "identity_file": Path(self.data["key"]),
+            "known_hosts": Path(self.data["known_hosts"]),
+            "host_key_policy": "yes",
+            "ssh_config": self.data["ssh_config"],
+            "connect_timeout_s": 3.0,
+            "keepalive_s": 1,
+        }
+        kwargs.update(overrides)
+        return SshTarget(**kwargs)
+
+    def has(self, name: str) -> bool:
+        return name in self.data["hosts"]
+
+
+def _start() -> Path:
+    preset = os.environ.get("METASCHED_SSH_TESTBED")
+    if preset and Path(preset).is_file():
+        return Path(preset)
+    if os.geteuid() != 0:
+        pytest.skip("SSH testbed: needs root to start sshd and network namespaces (or set METASCHED_SSH_TESTBED)")
+    if shutil.which("bash") is None:
+        pytest.skip("SSH testbed: bash is missing")
+    lock_path = Path("/tmp/metasched-sshd-testbed.lock")
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(["bash", str(SCRIPT), "all"], capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"SSH testbed: sshd could not start: {(proc.stderr or proc.stdout).strip()[-400:]}")
+    return Path(os.environ.get("SSH_TESTBED_DIR", "/tmp/testbed/ssh")) / "hosts.json"
+
+
+@pytest.fixture(scope="session")
+def ssh_testbed() -> SshTestbed:
+    """The running SSH test hosts (started on first use; skipped with a reason when impossible)."""
+    return SshTestbed(json.loads(_start().read_text()))
+
+
+@pytest.fixture
+def lo_runner(ssh_testbed: SshTestbed) -> Iterator[SshRunner]:
+    """A runner to the loopback host (control socket in its own short private directory)."""
+    runner = SshRunner(ssh_testbed.target("lo"))
+    yield runner
+    runner.dispose()
+
+
+@pytest.fixture
+def remote_dir(lo_runner: SshRunner) -> Iterator[str]:
+    """A fresh directory on the loopback host, owned by the test user."""
+    path = lo_runner.run("mktemp -d", check=True).stdout.strip()
+    yield path
+    lo_runner.run(["rm", "-rf", path])
