@@ -150,7 +150,13 @@ def execute(
         out, err = proc.communicate(input.encode() if input is not None else None, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        proc.communicate()
+        proc.wait()
+        # Do not wait for EOF: an ssh mux client hands its pipe ends to the master, which keeps them
+        # open until the remote command ends, however long that is.
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
         raise CommandTimeout(target, shown, f"timed out after {timeout_s:g} s") from None
     except BaseException:
         _kill_group(proc)
