@@ -13,7 +13,9 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,3 +103,54 @@ def remote_dir(lo_runner: SshRunner) -> Iterator[str]:
     path = lo_runner.run("mktemp -d", check=True).stdout.strip()
     yield path
     lo_runner.run(["rm", "-rf", path])
+
+
+@dataclass(frozen=True)
+class RestrictedKey:
+    """A placeholder key confined on the loopback host to the gateway, which relays to ``url``."""
+
+    key: Path
+    line: str
+    url: str
+    site: str
+
+
+@contextmanager
+def restricted_key(ssh_testbed: SshTestbed, url: str, token: str, *, site: str = "A") -> Iterator[RestrictedKey]:
+    """Install a fresh restricted key for the test user (gateway copied where that user can read it)."""
+    from metasched.runtime.remote import gateway
+    from metasched.runtime.remote.keys import authorized_keys_line, gateway_command, generate_keypair
+
+    work = Path(tempfile.mkdtemp(prefix="gw-", dir=ssh_testbed.dir))
+    work.chmod(0o755)
+    try:
+        shutil.copy(gateway.__file__, work / "gateway.py")
+        (work / "gateway.py").chmod(0o644)
+        token_file = work / "token"
+        token_file.write_text(token + "\n")
+        token_file.chmod(0o644)  # read by the test user's forced command
+        keys = Path(tempfile.mkdtemp(prefix="key-"))
+        pub = generate_keypair(keys / "ph")
+        command = gateway_command(
+            url=url, token_file=token_file, site=site, python="/usr/bin/python3", gateway=work / "gateway.py"
+        )
+        line = authorized_keys_line(pub.read_text(), command)
+        auth = ssh_testbed.dir / "auth" / ssh_testbed.user
+        with _auth_lock(), open(auth, "a") as fh:
+            fh.write(line + "\n")
+        try:
+            yield RestrictedKey(keys / "ph", line, url, site)
+        finally:
+            with _auth_lock():
+                kept = [ln for ln in auth.read_text().splitlines() if ln != line]
+                auth.write_text("".join(ln + "\n" for ln in kept))
+            shutil.rmtree(keys, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def _auth_lock() -> Iterator[None]:
+    with open("/tmp/metasched-sshd-auth.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

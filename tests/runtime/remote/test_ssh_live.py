@@ -139,6 +139,7 @@ def test_jump_host(ssh_testbed: SshTestbed) -> None:
 
 def test_reverse_tunnel_reaches_back(lo_runner: SshRunner, tmp_path: Path) -> None:
     import http.server
+    import socket
     import socketserver
     import threading
 
@@ -156,7 +157,9 @@ def test_reverse_tunnel_reaches_back(lo_runner: SshRunner, tmp_path: Path) -> No
     with socketserver.TCPServer(("127.0.0.1", 0), Handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         local_port = server.server_address[1]
-        remote_port = 40000 + local_port % 20000
+        with socket.socket() as probe:  # a port free on the (same-machine) remote side
+            probe.bind(("127.0.0.1", 0))
+            remote_port = probe.getsockname()[1]
         lo_runner.forward_remote(remote_port, local_port)
         try:
             cmd = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{remote_port}').read().decode())\""

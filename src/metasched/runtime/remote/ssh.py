@@ -389,7 +389,8 @@ class SshRunner:
         self.connect()
         spec = f"{remote_bind}:{remote_port}:127.0.0.1:{local_port}"
         argv = [self._ssh, *self._mux_argv(), "-O", op, "-R", spec, self.ssh_target.destination]
-        result = self._guarded(argv, timeout_s=10, input=None, shown=f"ssh -O {op} -R {spec}")
+        # A refused forward (port taken, forbidden by the server) is not an outage: no health change.
+        result = execute(argv, timeout_s=10, input=None, target=self.target, shown=f"ssh -O {op} -R {spec}")
         if not result.ok:
             raise CommandFailed(self.target, result)
 
