@@ -79,3 +79,17 @@ def test_put_get_copy_files_and_directories(tmp_path: Path) -> None:
     assert (tmp_path / "back" / "g.txt").read_text() == "data"
     with pytest.raises(FileNotFoundError, match="no such file"):
         runner.put(tmp_path / "missing", str(tmp_path / "x"))
+
+
+def test_run_many_keeps_order_and_returns_errors_in_place() -> None:
+    from metasched.runtime.remote.runner import run_many
+
+    cmds = [f"sleep 0.{9 - i}; echo {i}" for i in range(6)] + ["sleep 5"]
+    started = time.monotonic()
+    out = run_many(LocalRunner(), cmds, parallel=7, timeout_s=1.5)
+    assert time.monotonic() - started < 4  # overlapped, not 0.9+...+0.4+1.5 s in a row
+    assert [r.stdout for r in out[:6]] == [f"{i}\n" for i in range(6)]  # type: ignore[union-attr]
+    assert isinstance(out[6], CommandTimeout)
+    assert [r.stdout for r in run_many(LocalRunner(), ["cat", "cat"], inputs=["a", "b"])] == ["a", "b"]  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="parallel must be"):
+        run_many(LocalRunner(), ["true"], parallel=0)

@@ -115,6 +115,37 @@ class CommandRunner(Protocol):
         ...
 
 
+def run_many(
+    runner: CommandRunner,
+    commands: Sequence[Command],
+    *,
+    inputs: Sequence[str | None] | None = None,
+    parallel: int = 8,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[CommandResult | CommandError]:
+    """Run independent commands on one runner, up to ``parallel`` at a time; results in input order.
+
+    Over SSH each command is a channel of the same master, so this overlaps the round trips of a
+    burst of submissions (sshd's default ``MaxSessions`` is 10: keep ``parallel`` below it). An
+    error is returned in its slot, not raised, so one failed submission does not hide the others.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if parallel < 1:
+        raise ValueError(f"parallel must be >= 1, got {parallel}")
+    if inputs is not None and len(inputs) != len(commands):
+        raise ValueError(f"{len(commands)} commands but {len(inputs)} inputs")
+
+    def one(i: int) -> CommandResult | CommandError:
+        try:
+            return runner.run(commands[i], input=None if inputs is None else inputs[i], timeout_s=timeout_s)
+        except CommandError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(parallel, max(1, len(commands)))) as pool:
+        return list(pool.map(one, range(len(commands))))
+
+
 def display(command: Command) -> str:
     """The command as one shell-quoted line (for logs, errors and the SSH remote command)."""
     return command if isinstance(command, str) else shlex.join(command)
