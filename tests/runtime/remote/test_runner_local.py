@@ -93,3 +93,8 @@ def test_run_many_keeps_order_and_returns_errors_in_place() -> None:
     assert [r.stdout for r in run_many(LocalRunner(), ["cat", "cat"], inputs=["a", "b"])] == ["a", "b"]  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="parallel must be"):
         run_many(LocalRunner(), ["true"], parallel=0)
+
+
+def test_missing_program_is_exit_127_like_a_shell() -> None:
+    res = LocalRunner().run(["/no/such/program", "x"])
+    assert res.returncode == 127 and "No such file" in res.stderr

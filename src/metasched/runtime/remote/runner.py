@@ -169,14 +169,19 @@ def execute(
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
     started = time.monotonic()
     full_env = None if env is None else {**os.environ, **env}
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=full_env,
-    )
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=full_env,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        # What a shell would answer (127 not found, 126 not executable), so local and remote agree.
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        return CommandResult(shown, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - started)
     try:
         out, err = proc.communicate(input.encode() if input is not None else None, timeout=timeout_s)
     except subprocess.TimeoutExpired:
