@@ -8,7 +8,8 @@
 #
 # Cutting a host off: `sshd.sh cut msa` (ip link set ms-a0 down) and `sshd.sh restore msa`.
 # Every host lets in one unprivileged account, $SSH_USER (shell /bin/sh, home in $SSH_TESTBED_DIR/home), the
-# way a user has "merely an account" on each cluster (seed 003, section 1.1); root cannot log in.
+# way a user has "merely an account" on each cluster (seed 003, section 1.1). root may log in with the same
+# key (end-to-end tests only: the placeholder agent needs this machine's Python, readable by root alone).
 # Keys are throwaway (made here, in $SSH_TESTBED_DIR): a host key and the user key `id_ed25519`, allowed without
 # restriction; tests append their own restricted lines to the user's authorized_keys ($SSH_TESTBED_DIR/auth/<user>).
 #
@@ -61,6 +62,10 @@ keys() {
   fi
   chown "$SSH_USER:" "$ak"
   chmod 600 "$ak"
+  # root may log in with the same key, for the end-to-end tests only: the placeholder agent needs this
+  # machine's Python environment, which lives where only root can read it.
+  cp "$SSH_TESTBED_DIR/id_ed25519.pub" "$SSH_TESTBED_DIR/auth/root"
+  chmod 600 "$SSH_TESTBED_DIR/auth/root"
   # The project's own known_hosts: every test host presents the same throwaway host key.
   local pub; pub=$(cut -d' ' -f1,2 "$SSH_TESTBED_DIR/ssh_host_ed25519_key.pub")
   {
@@ -96,7 +101,8 @@ PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
-PermitRootLogin no
+PermitRootLogin prohibit-password
+AcceptEnv SLURM_CONF SGE_ROOT SGE_CELL
 StrictModes no
 AllowTcpForwarding yes
 AllowStreamLocalForwarding no

@@ -21,6 +21,24 @@ Sites come from a TOML file::
     licences = { matlab = 2 }
 
 With no file, one ``local`` site sized to this machine.
+
+A site in another administrative domain (issue 9; seed 003, section 1.1) names an SSH destination;
+its batch commands then run there over one multiplexed connection
+(:class:`~metasched.runtime.remote.ssh.SshRunner`), and a site that cannot be reached is reported
+down and retried with back-off while the other sites carry on::
+
+    [sites.clusterB]
+    adapter = "slurm"
+    ssh = { host = "login.cluster-b.org", user = "alice", key = "~/.ssh/id_ed25519", jump = "gw.org" }
+    workdir = "metasched/placeholders"   # on the site (relative = under the login's home)
+    python = "/home/alice/venv/bin/python"   # runs the placeholder agent there
+    transport = "ssh"                    # placeholders reach the metaqueue: http | ssh | tunnel
+    metaqueue_ssh = { host = "ws.my-lab.org", user = "alice", key = "~/.ssh/metasched_placeholder" }
+
+``transport``: ``http`` (default) hands placeholders the server URL; ``ssh`` makes them speak the
+protocol over SSH with a restricted key (``metasched sites ssh-key``); ``tunnel`` opens a reverse
+tunnel on the site's master connection (``tunnel_port`` on the site -> the server here) for sites
+whose nodes reach nothing outside.
 """
 
 from __future__ import annotations
@@ -42,6 +60,8 @@ from metasched.runtime.batch import REGISTRY, BatchAdapter, BatchError, Placehol
 from metasched.runtime.metaqueue.states import PlaceholderState
 from metasched.runtime.metaqueue.store import Store, StoreError, metasched_home
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb
+from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner
+from metasched.runtime.remote.ssh import SshRunner, SshTarget
 
 log = logging.getLogger("metasched.sites")
 
@@ -62,7 +82,14 @@ _SITE_KEYS = {
     "env",
     "idle_cancel",
     "command_timeout",
+    "ssh",
+    "workdir",
+    "python",
+    "transport",
+    "metaqueue_ssh",
+    "tunnel_port",
 }
+TRANSPORTS = ("http", "ssh", "tunnel")
 
 
 @dataclass(slots=True)
@@ -84,9 +111,19 @@ class SiteConfig:
     env: dict[str, str] = field(default_factory=dict)
     idle_cancel_s: float = 5.0
     command_timeout_s: float = 30.0
+    ssh: SshTarget | None = None
+    workdir: str | None = None
+    python: str | None = None
+    transport: str = "http"
+    metaqueue_ssh: dict[str, Any] = field(default_factory=dict)
+    tunnel_port: int | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        return self.ssh is not None
 
     @classmethod
-    def from_mapping(cls, name: str, raw: dict[str, Any]) -> SiteConfig:
+    def from_mapping(cls, name: str, raw: dict[str, Any], *, base_dir: Path | None = None) -> SiteConfig:
         unknown = set(raw) - _SITE_KEYS
         if unknown:
             raise StoreError(
@@ -113,9 +150,29 @@ class SiteConfig:
             env={str(k): str(v) for k, v in (raw.get("env") or {}).items()},
             idle_cancel_s=parse_duration_s(raw.get("idle_cancel", 5)),
             command_timeout_s=parse_duration_s(raw.get("command_timeout", 30)),
+            workdir=None if raw.get("workdir") is None else str(raw["workdir"]),
+            python=None if raw.get("python") is None else str(raw["python"]),
+            transport=str(raw.get("transport", "http")),
+            metaqueue_ssh=dict(raw.get("metaqueue_ssh") or {}),
+            tunnel_port=None if raw.get("tunnel_port") is None else int(raw["tunnel_port"]),
         )
         if not 0 <= cfg.lower <= cfg.limit or cfg.limit < 1:
             raise StoreError(f"site {name!r}: need 0 <= lower <= limit and limit >= 1")
+        if "ssh" in raw:
+            if not isinstance(raw["ssh"], dict):
+                raise StoreError(f"site {name!r}: ssh must be a table (host, user, port, key, jump, ...)")
+            try:
+                cfg.ssh = SshTarget.from_mapping(raw["ssh"], base_dir=base_dir)
+            except ValueError as exc:
+                raise StoreError(f"site {name!r}: {exc}") from None
+            if adapter == "local":
+                raise StoreError(f"site {name!r}: the local adapter cannot run on a remote site; use slurm, ...")
+        if cfg.transport not in TRANSPORTS:
+            raise StoreError(f"site {name!r}: transport must be one of {', '.join(TRANSPORTS)}, got {cfg.transport!r}")
+        if cfg.transport == "ssh" and "host" not in cfg.metaqueue_ssh:
+            raise StoreError(f"site {name!r}: transport 'ssh' needs metaqueue_ssh = {{ host = ..., key = ... }}")
+        if cfg.transport == "tunnel" and (cfg.ssh is None or cfg.tunnel_port is None):
+            raise StoreError(f"site {name!r}: transport 'tunnel' needs an ssh site and tunnel_port")
         return cfg
 
 
@@ -133,7 +190,7 @@ def load_sites(path: str | Path | None) -> list[SiteConfig]:
     sites = data.get("sites")
     if not isinstance(sites, dict) or not sites:
         raise StoreError(f"{path}: no [sites.NAME] tables")
-    return [SiteConfig.from_mapping(name, raw) for name, raw in sites.items()]
+    return [SiteConfig.from_mapping(name, raw, base_dir=Path(path).parent) for name, raw in sites.items()]
 
 
 @dataclass(slots=True)
@@ -142,8 +199,10 @@ class _Site:
     adapter: BatchAdapter
     throttle: Throttle
     target: int
+    runner: CommandRunner
     no_ready_since: float | None = None
     down_since: float | None = None
+    last_error: str | None = None
 
 
 class SiteManager:
@@ -170,24 +229,33 @@ class SiteManager:
         self.python = python
         self.sites: list[_Site] = []
         for cfg in configs:
+            runner: CommandRunner = SshRunner(cfg.ssh) if cfg.ssh is not None else LocalRunner()
+            if cfg.workdir is not None:
+                site_workdir = Path(cfg.workdir)
+            elif cfg.is_remote:
+                site_workdir = Path("metasched-placeholders") / cfg.name  # under the login's home on the site
+            else:
+                site_workdir = self.workdir / cfg.name
             adapter = REGISTRY[cfg.adapter](
                 queue=cfg.queue,
-                workdir=self.workdir / cfg.name,
+                workdir=site_workdir,
                 extra_args=cfg.extra_args,
                 command_timeout_s=cfg.command_timeout_s,
                 setup=cfg.setup,
+                runner=runner,
             )
             throttle = TrellisThrottle(increase_below_s=cfg.increase_below_s, reduce_above_s=cfg.reduce_above_s)
             target = max(cfg.lower, min(cfg.limit, cfg.initial))
-            self.sites.append(_Site(cfg, adapter, throttle, target))
+            self.sites.append(_Site(cfg, adapter, throttle, target, runner))
             store.upsert_site(
                 cfg.name, cfg.adapter, {"queue": cfg.queue, "cpus": cfg.cpus, "limit": cfg.limit}, cfg.licences
             )
             store.set_site_target(cfg.name, target)
 
     def placeholder_command(self, cfg: SiteConfig, placeholder_id: str) -> list[str]:
+        python = cfg.python or ("python3" if cfg.is_remote else self.python)
         cmd = [
-            self.python,
+            python,
             "-m",
             "metasched",
             "placeholder",
@@ -200,7 +268,19 @@ class SiteManager:
             "--lease",
             str(self.lease_s),
         ]
-        if self.server:
+        if cfg.transport == "ssh":
+            m = cfg.metaqueue_ssh
+            cmd += ["--ssh", (f"{m['user']}@" if m.get("user") else "") + str(m["host"])]
+            for key, flag in (("port", "--ssh-port"), ("key", "--ssh-key"), ("known_hosts", "--ssh-known-hosts")):
+                if m.get(key) is not None:
+                    cmd += [flag, str(m[key])]
+            if m.get("ssh_config") is not None:
+                cmd += ["--ssh-config", str(m["ssh_config"])]
+        elif cfg.transport == "tunnel":
+            cmd += ["--server", f"http://127.0.0.1:{cfg.tunnel_port}"]
+            if self.token_file:
+                cmd += ["--token-file", self.token_file]
+        elif self.server:
             cmd += ["--server", self.server]
             if self.token_file:
                 cmd += ["--token-file", self.token_file]
@@ -213,7 +293,9 @@ class SiteManager:
         return cmd
 
     def _env(self, cfg: SiteConfig) -> dict[str, str]:
-        env = {k: os.environ[k] for k in ("PYTHONPATH", "METASCHED_HOME", "PATH") if k in os.environ}
+        # This machine's paths mean nothing on a remote site: there only the site's own env applies.
+        keep = () if cfg.is_remote else ("PYTHONPATH", "METASCHED_HOME", "PATH")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
         env.update(cfg.env)
         return env
 
@@ -228,14 +310,44 @@ class SiteManager:
         ready = counts.get("ready", 0)
         for site in self.sites:
             try:
+                self._ensure_tunnel(site)
                 self._tick_site(site, now, ready)
                 if site.down_since is not None:
                     log.warning("site %s is back", site.cfg.name)
                 site.down_since = None
-            except BatchError as exc:
+                site.last_error = None
+            except (BatchError, CommandError) as exc:
                 if site.down_since is None:
                     site.down_since = now
+                site.last_error = str(exc)
                 log.warning("site %s unavailable: %s", site.cfg.name, exc)
+
+    def _ensure_tunnel(self, site: _Site) -> None:
+        """Keep the reverse tunnel of a ``tunnel`` site on its current master (a new master has none)."""
+        if site.cfg.transport != "tunnel" or not isinstance(site.runner, SshRunner) or not self.server:
+            return
+        local_port = int(self.server.rstrip("/").rsplit(":", 1)[1])
+        site.runner.keep_remote_forward(int(site.cfg.tunnel_port or 0), local_port)
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        """Per site: up/down, since when, the last error, and for SSH sites the connection's back-off state."""
+        out: dict[str, dict[str, Any]] = {}
+        for site in self.sites:
+            info: dict[str, Any] = {
+                "state": "down" if site.down_since is not None else "up",
+                "down_since": site.down_since,
+                "last_error": site.last_error,
+                "target": site.runner.target,
+            }
+            if isinstance(site.runner, SshRunner):
+                info["ssh"] = site.runner.health.as_dict()
+            out[site.cfg.name] = info
+        return out
+
+    def close(self) -> None:
+        """Stop the SSH master connections."""
+        for site in self.sites:
+            site.runner.close()
 
     def _tick_site(self, site: _Site, now: float, ready: int) -> None:
         cfg = site.cfg

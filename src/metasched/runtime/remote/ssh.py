@@ -225,6 +225,9 @@ class SshRunner:
                 "(unix socket limit); pass a shorter control_dir"
             )
         self._log = control_dir / f"{digest}.log"
+        # Reverse tunnels live on the master: a new master starts with none, so we remember them.
+        self._forwards: set[tuple[str, int, int]] = set()
+        self._applied: set[tuple[str, int, int]] = set()
 
     # -- CommandRunner -----------------------------------------------------------------------
 
@@ -369,6 +372,7 @@ class SshRunner:
                 rc = None
         if rc == 0 and self.control_path.exists():
             self.health.record_ok(self._clock())
+            self._applied.clear()
             return
         error = self._last_log_line() or ("connect timed out" if rc is None else f"ssh exit {rc}")
         self._fail(error)
@@ -380,8 +384,22 @@ class SshRunner:
         self._forward("forward", remote_port, local_port, remote_bind)
 
     def cancel_remote(self, remote_port: int, local_port: int, *, remote_bind: str = "127.0.0.1") -> None:
-        """Remove a reverse tunnel made by :meth:`forward_remote`."""
+        """Remove a reverse tunnel made by :meth:`forward_remote` or :meth:`keep_remote_forward`."""
+        self._forwards.discard((remote_bind, remote_port, local_port))
         self._forward("cancel", remote_port, local_port, remote_bind)
+        self._applied.discard((remote_bind, remote_port, local_port))
+
+    def keep_remote_forward(self, remote_port: int, local_port: int, *, remote_bind: str = "127.0.0.1") -> None:
+        """A reverse tunnel that outlives reconnections: opened now if the current master lacks it.
+
+        Call it before each round of work on the site (cheap when the tunnel is already there).
+        """
+        key = (remote_bind, remote_port, local_port)
+        self._forwards.add(key)
+        self.connect()
+        if key not in self._applied:
+            self._forward("forward", remote_port, local_port, remote_bind)
+            self._applied.add(key)
 
     # -- internals -----------------------------------------------------------------------------
 
