@@ -310,7 +310,7 @@ class SiteManager:
         ready = counts.get("ready", 0)
         for site in self.sites:
             try:
-                self._ensure_tunnel(site)
+                self._reach(site)
                 self._tick_site(site, now, ready)
                 if site.down_since is not None:
                     log.warning("site %s is back", site.cfg.name)
@@ -322,12 +322,16 @@ class SiteManager:
                 site.last_error = str(exc)
                 log.warning("site %s unavailable: %s", site.cfg.name, exc)
 
-    def _ensure_tunnel(self, site: _Site) -> None:
-        """Keep the reverse tunnel of a ``tunnel`` site on its current master (a new master has none)."""
-        if site.cfg.transport != "tunnel" or not isinstance(site.runner, SshRunner) or not self.server:
+    def _reach(self, site: _Site) -> None:
+        """For an SSH site: make sure its master is up (raises at once while the site is in back-off), so
+        a site is never reported back just because a quiet round sent it no command; and keep the
+        reverse tunnel of a ``tunnel`` site on its current master (a new master has none)."""
+        if not isinstance(site.runner, SshRunner):
             return
-        local_port = int(self.server.rstrip("/").rsplit(":", 1)[1])
-        site.runner.keep_remote_forward(int(site.cfg.tunnel_port or 0), local_port)
+        site.runner.connect()
+        if site.cfg.transport == "tunnel" and self.server:
+            local_port = int(self.server.rstrip("/").rsplit(":", 1)[1])
+            site.runner.keep_remote_forward(int(site.cfg.tunnel_port or 0), local_port)
 
     def health(self) -> dict[str, dict[str, Any]]:
         """Per site: up/down, since when, the last error, and for SSH sites the connection's back-off state."""

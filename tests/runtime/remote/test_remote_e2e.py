@@ -1,0 +1,142 @@
+"""End to end with remote sites: the live metaqueue drives two Slurm partitions reached over SSH only.
+
+``sshA``'s placeholders talk to the metaqueue over the SSH transport (restricted key, forced-command
+gateway); ``sshB``'s over a reverse tunnel opened on the site's master connection; a third site is
+unreachable the whole time. Proves: every job completes exactly once, both remote sites ran jobs
+through their own transport, the dead site is reported down with its error and never stops the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from metasched.runtime.manager import SiteManager, load_sites
+from metasched.runtime.metaqueue.store import Store
+from tests.runtime.lattice import lattice
+
+from .conftest import SshTestbed, restricted_key
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+SRC = str(Path(__file__).resolve().parents[3] / "src")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _toml_table(d: dict[str, object]) -> str:
+    parts = []
+    for k, v in d.items():
+        parts.append(f"{k} = {v}" if isinstance(v, int) else f'{k} = "{v}"')
+    return "{ " + ", ".join(parts) + " }"
+
+
+def test_workflow_over_two_remote_slurm_sites_and_a_dead_one(ssh_testbed: SshTestbed, tmp_path: Path) -> None:
+    slurm_conf = os.environ.get("SLURM_CONF")
+    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
+    home = tmp_path / "home"
+    home.mkdir()
+    ledger = tmp_path / "ledger.txt"
+    token_file = home / "token"
+    token_file.write_text("e2e-token\n")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    db = f"sqlite:///{tmp_path / 'mq.db'}"
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(home)}
+    command = f'echo "end {{name}} $METASCHED_SITE" >> {ledger}; sleep 0.2'
+    specs = lattice(5, command)  # 25 jobs over 9 levels
+    store = Store.open(db, lease_s=30)
+    store.submit(specs)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db, "--token-file", str(token_file)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "server.log", "ab"),  # noqa: SIM115
+    )
+    manager: SiteManager | None = None
+    try:
+        for _ in range(300):
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.1)
+        with restricted_key(ssh_testbed, url, "e2e-token", site="sshA") as rk:
+            lo = ssh_testbed.data["hosts"]["lo"]
+            site_ssh = {
+                "host": lo["host"],
+                "port": lo["port"],
+                "user": "root",  # the agent needs this machine's Python, readable by root only
+                "key": ssh_testbed.data["key"],
+                "known_hosts": ssh_testbed.data["known_hosts"],
+                "host_key_policy": "yes",
+                "ssh_config": ssh_testbed.data["ssh_config"],
+            }
+            mq_ssh = {
+                "host": lo["host"],
+                "port": lo["port"],
+                "user": ssh_testbed.user,
+                "key": str(rk.key),
+                "known_hosts": ssh_testbed.data["known_hosts"],
+                "ssh_config": "/dev/null",
+            }
+            common = (
+                'adapter = "slurm"\ncpus = 1\nwall_time = "120s"\nlimit = 3\ninitial = 2\nidle_cancel = "3s"\n'
+                f'python = "{sys.executable}"\nenv = {_toml_table({"PYTHONPATH": SRC, "METASCHED_HOME": str(home)})}\n'
+            )
+            options = f'options = {{ SetEnv = "SLURM_CONF={slurm_conf}" }}'
+            ssh_line = _toml_table(site_ssh)[:-2] + ", " + options + " }"
+            (tmp_path / "sites.toml").write_text(
+                f'[sites.sshA]\nqueue = "siteA"\n{common}ssh = {ssh_line}\n'
+                f'transport = "ssh"\nmetaqueue_ssh = {_toml_table(mq_ssh)}\n\n'
+                f'[sites.sshB]\nqueue = "siteB"\n{common}ssh = {ssh_line}\n'
+                f'transport = "tunnel"\ntunnel_port = {_free_port()}\n\n'
+                f'[sites.dead]\nqueue = "siteC"\n{common}'
+                f'ssh = {{ host = "127.0.0.1", port = 1, user = "root", connect_timeout_s = 2 }}\n'
+            )
+            manager = SiteManager(
+                store,
+                load_sites(tmp_path / "sites.toml"),
+                db_url=db,
+                server=url,
+                token_file=str(token_file),
+                workdir=tmp_path / "ph",
+            )
+            t0 = time.time()
+            manager.run(interval_s=0.5, until_idle=True, max_s=240)
+            elapsed = time.time() - t0
+            health = manager.health()
+    finally:
+        if manager is not None:
+            manager.close()
+        server.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=20)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    counts = store.counts()
+    assert counts.get("done", 0) == 25, f"not all done after {elapsed:.0f} s: {counts}"
+    ends = Counter(line.split()[1] for line in ledger.read_text().splitlines() if line.startswith("end "))
+    assert set(ends) == {s.name for s in specs} and set(ends.values()) == {1}, ends
+    sites_used = {line.split()[2] for line in ledger.read_text().splitlines()}
+    assert sites_used <= {"sshA", "sshB"} and sites_used, sites_used
+    by_site = Counter(j["site"] for j in store.jobs(states=["done"]))
+    assert by_site["sshA"] > 0 and by_site["sshB"] > 0, by_site  # both transports carried claims
+    assert health["dead"]["state"] == "down" and "refused" in str(health["dead"]["last_error"])
+    assert health["dead"]["ssh"]["failures"] >= 1
+    assert health["sshA"]["state"] == "up" and health["sshB"]["state"] == "up"
+    assert not store.placeholders("dead")
