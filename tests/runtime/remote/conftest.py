@@ -1,9 +1,8 @@
 """Fixtures for the remote-site tests: the project's own SSH test hosts (``scripts/testbed/sshd.sh``).
 
 The hosts are real OpenSSH servers: ``lo`` on 127.0.0.1 and ``msa``/``msb`` in network namespaces linked
-by veth pairs. Only one test (``test_ssh_live.py::test_cut_link_marks_site_down_and_others_carry_on``)
-cuts a link, and it cuts ``msa``; every other test stays off ``msa`` so that two xdist workers can
-run side by side.
+by veth pairs. Tests that use ``msa`` or ``msb`` (some cut their links) hold :func:`netns_lock`, so two
+xdist workers never see each other's cuts.
 """
 
 from __future__ import annotations
@@ -152,5 +151,13 @@ def restricted_key(ssh_testbed: SshTestbed, url: str, token: str, *, site: str =
 @contextmanager
 def _auth_lock() -> Iterator[None]:
     with open("/tmp/metasched-sshd-auth.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture
+def netns_lock() -> Iterator[None]:
+    """Exclusive use of the namespaced hosts ``msa``/``msb`` (their links may be cut by the holder)."""
+    with open("/tmp/metasched-sshd-netns.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield

@@ -140,3 +140,124 @@ def test_workflow_over_two_remote_slurm_sites_and_a_dead_one(ssh_testbed: SshTes
     assert health["dead"]["ssh"]["failures"] >= 1
     assert health["sshA"]["state"] == "up" and health["sshB"]["state"] == "up"
     assert not store.placeholders("dead")
+
+
+def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lock: None, tmp_path: Path) -> None:
+    """Site ``far`` lives in network namespace ``msa`` (its own sshd; Slurm reached through the veth): its
+    link is cut while placeholders are queued and running there, then restored. The manager marks it
+    down, keeps feeding ``near``, brings ``far`` back, and every job still completes exactly once."""
+    slurm_conf = os.environ.get("SLURM_CONF")
+    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
+    if not ssh_testbed.has("msa"):
+        pytest.skip("SSH testbed without network namespaces")
+    msa = ssh_testbed.data["hosts"]["msa"]
+    # The same Slurm, seen from inside the namespace: its controller through the veth address.
+    far_conf = tmp_path / "slurm-far.conf"
+    far_conf.write_text(
+        "\n".join(
+            f"SlurmctldHost=localhost({msa['back']})" if line.startswith("SlurmctldHost=") else line
+            for line in Path(slurm_conf).read_text().splitlines()
+        )
+        + "\n"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    ledger = tmp_path / "ledger.txt"
+    token_file = home / "token"
+    token_file.write_text("cut-token\n")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    db = f"sqlite:///{tmp_path / 'mq.db'}"
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(home)}
+    specs = lattice(6, f'echo "end {{name}} $METASCHED_SITE" >> {ledger}; sleep 0.5')  # 36 jobs
+    store = Store.open(db, lease_s=30)
+    store.submit(specs)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db, "--token-file", str(token_file)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "server.log", "ab"),  # noqa: SIM115
+    )
+
+    def site(name: str, queue: str, host: str, ssh_port: int, conf: Path | str) -> str:
+        target = {
+            "host": host,
+            "port": ssh_port,
+            "user": "root",
+            "key": ssh_testbed.data["key"],
+            "known_hosts": ssh_testbed.data["known_hosts"],
+            "host_key_policy": "yes",
+            "ssh_config": ssh_testbed.data["ssh_config"],
+            "connect_timeout_s": 2,
+            "keepalive_s": 1,
+        }
+        return (
+            f'[sites.{name}]\nadapter = "slurm"\nqueue = "{queue}"\ncpus = 1\nwall_time = "120s"\nlimit = 3\n'
+            f'initial = 2\nidle_cancel = "3s"\ncommand_timeout = "4s"\npython = "{sys.executable}"\n'
+            f"env = {_toml_table({'PYTHONPATH': SRC, 'METASCHED_HOME': str(home)})}\n"
+            f'ssh = {_toml_table(target)[:-2]}, options = {{ SetEnv = "SLURM_CONF={conf}" }} }}\n'
+        )
+
+    lo = ssh_testbed.data["hosts"]["lo"]
+    (tmp_path / "sites.toml").write_text(
+        site("far", "siteA", msa["host"], msa["port"], far_conf)
+        + "\n"
+        + site("near", "siteB", lo["host"], lo["port"], slurm_conf)
+    )
+    events: list[tuple[str, float, dict[str, object]]] = []
+    manager: SiteManager | None = None
+    try:
+        for _ in range(300):
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.1)
+        manager = SiteManager(
+            store,
+            load_sites(tmp_path / "sites.toml"),
+            db_url=db,
+            server=url,
+            token_file=str(token_file),
+            workdir=tmp_path / "ph",
+        )
+        t0 = time.time()
+        cut_at: float | None = None
+        while time.time() - t0 < 300:
+            manager.tick()
+            done = store.counts().get("done", 0)
+            if cut_at is None and done >= 6:
+                subprocess.run(["ip", "link", "set", msa["veth"], "down"], check=True)
+                cut_at = time.time()
+                events.append(("cut", cut_at, {"done": done}))
+            elif cut_at is not None and len(events) == 1 and manager.health()["far"]["state"] == "down":
+                events.append(("down", time.time(), {"done": done, **manager.health()["far"]}))
+            elif len(events) == 2 and time.time() - cut_at > 12:
+                subprocess.run(["ip", "link", "set", msa["veth"], "up"], check=True)
+                events.append(("restored", time.time(), {"done": done}))
+            elif len(events) == 3 and manager.health()["far"]["state"] == "up":
+                events.append(("back", time.time(), {"done": done}))
+            if manager.is_idle() and len(events) >= 4:
+                break
+            time.sleep(0.5)
+        manager.shutdown()
+    finally:
+        subprocess.run(["ip", "link", "set", msa["veth"], "up"], check=False)
+        if manager is not None:
+            manager.close()
+        server.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=20)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    kinds = [e[0] for e in events]
+    assert kinds == ["cut", "down", "restored", "back"], events
+    counts = store.counts()
+    assert counts.get("done", 0) == 36, f"not all done: {counts}; events {events}"
+    ends = Counter(line.split()[1] for line in ledger.read_text().splitlines() if line.startswith("end "))
+    assert set(ends) == {s.name for s in specs} and set(ends.values()) == {1}, ends
+    # While far was down, near kept completing jobs.
+    down_done = int(events[1][2]["done"])  # type: ignore[call-overload]
+    restored_done = int(events[2][2]["done"])  # type: ignore[call-overload]
+    assert restored_done > down_done, events

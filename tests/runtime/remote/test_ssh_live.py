@@ -124,7 +124,7 @@ def test_unknown_host_key_is_refused_under_strict_checking(ssh_testbed: SshTestb
         runner.dispose()
 
 
-def test_jump_host(ssh_testbed: SshTestbed) -> None:
+def test_jump_host(ssh_testbed: SshTestbed, netns_lock: None) -> None:
     if not ssh_testbed.has("msb"):
         pytest.skip("SSH testbed without network namespaces")
     lo = ssh_testbed.target("lo")
@@ -169,7 +169,7 @@ def test_reverse_tunnel_reaches_back(lo_runner: SshRunner, tmp_path: Path) -> No
             server.shutdown()
 
 
-def test_cut_link_marks_site_down_and_others_carry_on(ssh_testbed: SshTestbed) -> None:
+def test_cut_link_marks_site_down_and_others_carry_on(ssh_testbed: SshTestbed, netns_lock: None) -> None:
     if not (ssh_testbed.has("msa") and ssh_testbed.has("msb")):
         pytest.skip("SSH testbed without network namespaces")
     a = SshRunner(ssh_testbed.target("msa"), backoff=Backoff(base_s=0.5, max_s=1.0))
