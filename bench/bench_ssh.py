@@ -139,6 +139,30 @@ def bench_submit(tb: dict[str, Any], n: int, conf: str | None) -> dict[str, Any]
     return out
 
 
+def bench_adapter(tb: dict[str, Any], n: int, conf: str) -> dict[str, Any]:
+    """The site manager's own path: SlurmAdapter.submit (script written over SSH, then sbatch) x n."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from metasched.runtime.batch import PlaceholderSpec, SlurmAdapter
+
+    runner = SshRunner(target(tb, options={"SetEnv": f"SLURM_CONF={conf}"}))
+    out: dict[str, Any] = {"n": n}
+    try:
+        runner.connect()
+        adapter = SlurmAdapter(workdir="metasched-bench-ph", extra_args=["--hold"], runner=runner)
+        specs = [PlaceholderSpec(f"bench-{i}", ["true"]) for i in range(2 * n)]
+        ids: list[str] = []
+        out["sequential_s"] = timed(lambda: ids.extend(adapter.submit(sp) for sp in specs[:n]))
+        with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+            out["parallel_s"] = timed(lambda: ids.extend(pool.map(adapter.submit, specs[n:])))
+        out["parallel"] = PARALLEL
+        adapter.cancel(ids)
+        runner.run(["rm", "-rf", "metasched-bench-ph"])
+    finally:
+        runner.dispose()
+    return out
+
+
 # -- claims ---------------------------------------------------------------------------------------
 
 
@@ -148,6 +172,7 @@ def metaqueue_server(jobs: int) -> Iterator[tuple[str, str, str]]:
     token = "bench-token"
     try:
         import uvicorn  # noqa: F401
+
         from metasched.runtime.metaqueue.records import JobSpec  # type: ignore[import-not-found]
         from metasched.runtime.metaqueue.service import create_app  # type: ignore[import-not-found]
         from metasched.runtime.metaqueue.store import Store  # type: ignore[import-not-found]
@@ -272,8 +297,15 @@ def main() -> None:
     conf = slurm_conf()
     load = os.getloadavg()
     submit = bench_submit(tb, args.n, conf)
+    adapter = bench_adapter(tb, args.n, conf) if conf else None
     claims = bench_claims(tb, args.claims)
-    result = {"loadavg_before": load, "submit": submit, "claims": claims, "python": sys.version.split()[0]}
+    result = {
+        "loadavg_before": load,
+        "submit": submit,
+        "adapter": adapter,
+        "claims": claims,
+        "python": sys.version.split()[0],
+    }
     print(json.dumps(result, indent=2))
     s, c = submit, claims
     print(
@@ -281,6 +313,11 @@ def main() -> None:
         f"{s['parallel']} channels in parallel {s['mux_parallel_s']:.2f} s, "
         f"one ssh per command {s['plain_s']:.2f} s, ratio {s['ratio_plain_over_mux']:.1f}x"
     )
+    if adapter:
+        print(
+            f"SlurmAdapter.submit x {adapter['n']} over SSH (site manager path): sequential "
+            f"{adapter['sequential_s']:.2f} s, {adapter['parallel']} in parallel {adapter['parallel_s']:.2f} s"
+        )
     print(
         f"claim median [{c['server']}]: session {c['session']['median_s'] * 1000:.1f} ms, "
         f"mux {c['mux']['median_s'] * 1000:.1f} ms, plain {c['plain']['median_s'] * 1000:.1f} ms"

@@ -208,6 +208,9 @@ class _Site:
 class SiteManager:
     """Drives the sites of ``configs`` against ``store``. ``server``: URL placeholders use (else ``db_url``)."""
 
+    #: Concurrent submissions to one SSH site (channels of its master; sshd allows 10 by default).
+    SUBMIT_PARALLEL = 8
+
     def __init__(
         self,
         store: Store,
@@ -395,16 +398,43 @@ class SiteManager:
             return
         site.no_ready_since = None
         want = min(site.target - len(active), ready - len(waiting))
+        specs = []
         for _ in range(max(0, want)):
             pid = f"{cfg.name}-{uuid.uuid4().hex[:10]}"
-            spec = PlaceholderSpec(
-                pid, self.placeholder_command(cfg, pid), cfg.cpus, cfg.mem_mb, cfg.wall_time_s, self._env(cfg)
+            specs.append(
+                PlaceholderSpec(
+                    pid, self.placeholder_command(cfg, pid), cfg.cpus, cfg.mem_mb, cfg.wall_time_s, self._env(cfg)
+                )
             )
-            batch_id = site.adapter.submit(spec)
-            self.store.add_placeholder(pid, cfg.name, batch_id, now)
+        for spec, outcome in zip(specs, self._submit_all(site, specs), strict=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            self.store.add_placeholder(spec.placeholder_id, cfg.name, outcome, now)
             log.info(
-                "site %s: submitted placeholder %s as %s (%s)", cfg.name, pid, batch_id, shlex.join(spec.command[:4])
+                "site %s: submitted placeholder %s as %s (%s)",
+                cfg.name,
+                spec.placeholder_id,
+                outcome,
+                shlex.join(spec.command[:4]),
             )
+
+    def _submit_all(self, site: _Site, specs: Sequence[PlaceholderSpec]) -> list[str | BaseException]:
+        """Submit a burst of placeholders; over SSH up to :attr:`SUBMIT_PARALLEL` at once on the one master
+        (each submission is a few round trips, which overlap), locally one after the other. Every
+        outcome is returned in order, so the successes are recorded even when one fails."""
+
+        def one(spec: PlaceholderSpec) -> str | BaseException:
+            try:
+                return site.adapter.submit(spec)
+            except (BatchError, CommandError) as exc:
+                return exc
+
+        if len(specs) <= 1 or not isinstance(site.runner, SshRunner):
+            return [one(spec) for spec in specs]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(self.SUBMIT_PARALLEL, len(specs))) as pool:
+            return list(pool.map(one, specs))
 
     def is_idle(self) -> bool:
         counts = self.store.counts()
