@@ -159,6 +159,8 @@ def sites_run(
         manager.run(interval_s=interval, until_idle=until_idle)
     except KeyboardInterrupt:
         manager.shutdown()
+    finally:
+        manager.close()  # the SSH sites' master connections
 
 
 @sites_app.command("list")
