@@ -62,6 +62,14 @@ from metasched.runtime.metaqueue.store import Store, StoreError, metasched_home
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb
 from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner
 from metasched.runtime.remote.ssh import SshRunner, SshTarget
+from metasched.runtime.remote.staging import (
+    DEFAULT_STAGE_ROOT,
+    STAGE_ENV,
+    STAGE_ROOT_ENV,
+    SiteStager,
+    StageSpec,
+    job_dir,
+)
 
 log = logging.getLogger("metasched.sites")
 
@@ -88,6 +96,7 @@ _SITE_KEYS = {
     "transport",
     "metaqueue_ssh",
     "tunnel_port",
+    "stage_root",
 }
 TRANSPORTS = ("http", "ssh", "tunnel")
 
@@ -117,6 +126,7 @@ class SiteConfig:
     transport: str = "http"
     metaqueue_ssh: dict[str, Any] = field(default_factory=dict)
     tunnel_port: int | None = None
+    stage_root: str | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -155,6 +165,7 @@ class SiteConfig:
             transport=str(raw.get("transport", "http")),
             metaqueue_ssh=dict(raw.get("metaqueue_ssh") or {}),
             tunnel_port=None if raw.get("tunnel_port") is None else int(raw["tunnel_port"]),
+            stage_root=None if raw.get("stage_root") is None else str(raw["stage_root"]),
         )
         if not 0 <= cfg.lower <= cfg.limit or cfg.limit < 1:
             raise StoreError(f"site {name!r}: need 0 <= lower <= limit and limit >= 1")
@@ -299,6 +310,8 @@ class SiteManager:
         # This machine's paths mean nothing on a remote site: there only the site's own env applies.
         keep = () if cfg.is_remote else ("PYTHONPATH", "METASCHED_HOME", "PATH")
         env = {k: os.environ[k] for k in keep if k in os.environ}
+        if cfg.stage_root is not None:
+            env[STAGE_ROOT_ENV] = cfg.stage_root
         env.update(cfg.env)
         return env
 
@@ -356,8 +369,32 @@ class SiteManager:
         for site in self.sites:
             site.runner.close()
 
+    def stage_root(self, cfg: SiteConfig) -> str:
+        """Where staged jobs run on the site (relative = under the login's home, as the job wrapper assumes)."""
+        if cfg.stage_root is not None:
+            return cfg.stage_root
+        return DEFAULT_STAGE_ROOT if cfg.is_remote else str(Path.home() / DEFAULT_STAGE_ROOT)
+
+    def _stage(self, site: _Site) -> None:
+        """Copy inputs in and outputs back for this site's running jobs that declared them (see staging)."""
+        jobs = {
+            job_dir(self.stage_root(site.cfg), j["id"], j["attempts"]): StageSpec.from_json(j["env"][STAGE_ENV])
+            for j in self.store.jobs(states=["running"], site=site.cfg.name)
+            if STAGE_ENV in (j["env"] or {})
+        }
+        if not jobs:
+            return
+        report = SiteStager(site.runner, timeout_s=max(60.0, site.cfg.command_timeout_s)).sync(jobs)
+        for d in report.staged_in:
+            log.info("site %s: staged in %s", site.cfg.name, d)
+        for d in report.staged_out:
+            log.info("site %s: staged out %s", site.cfg.name, d)
+        for d, why in report.failed.items():
+            log.warning("site %s: staging failed for %s: %s", site.cfg.name, d, why)
+
     def _tick_site(self, site: _Site, now: float, ready: int) -> None:
         cfg = site.cfg
+        self._stage(site)
         active = self.store.placeholders(cfg.name, active_only=True)
         states = site.adapter.poll([p["batch_id"] for p in active if p["batch_id"]])
         for p in active:

@@ -261,3 +261,93 @@ def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lo
     down_done = int(events[1][2]["done"])  # type: ignore[call-overload]
     restored_done = int(events[2][2]["done"])  # type: ignore[call-overload]
     assert restored_done > down_done, events
+
+
+def test_staging_inputs_in_outputs_back_before_completion(ssh_testbed: SshTestbed, tmp_path: Path) -> None:
+    """Jobs declare inputs and outputs in the workflow file; a Slurm site reached over SSH runs them in
+    their own directories. A dependent job checks, on the metaqueue side, that its predecessors' outputs
+    are already back when it starts: a job is complete only once its outputs have come home."""
+    from metasched.runtime.metaqueue.workflow import read_workflow
+
+    slurm_conf = os.environ.get("SLURM_CONF")
+    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
+    wf = tmp_path / "wf"
+    (wf / "data").mkdir(parents=True)
+    for i in range(3):
+        (wf / "data" / f"n{i}.txt").write_text(f"{i + 1}\n")
+    jobs = [
+        f"- name: j{i}\n"
+        f"  command: 'echo $(( $(cat in.txt) * 10 )) > out.txt && mkdir -p logs && hostname > logs/host.txt'\n"
+        f'  inputs: ["data/n{i}.txt:in.txt"]\n'
+        f'  outputs: ["out.txt:results/j{i}.txt", "logs/:results/logs-j{i}/"]\n'
+        for i in range(3)
+    ]
+    check = " && ".join(f"grep -qx {10 * (i + 1)} {wf}/results/j{i}.txt" for i in range(3))
+    jobs.append(f"- name: final\n  after: [j0, j1, j2]\n  command: '{check}'\n")
+    (wf / "workflow.yaml").write_text("".join(jobs))
+    home = tmp_path / "home"
+    home.mkdir()
+    token_file = home / "token"
+    token_file.write_text("stage-token\n")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    db = f"sqlite:///{tmp_path / 'mq.db'}"
+    store = Store.open(db, lease_s=30)
+    store.submit(read_workflow(wf / "workflow.yaml"))
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(home)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db, "--token-file", str(token_file)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "server.log", "ab"),  # noqa: SIM115
+    )
+    lo = ssh_testbed.data["hosts"]["lo"]
+    target = {
+        "host": lo["host"],
+        "port": lo["port"],
+        "user": "root",
+        "key": ssh_testbed.data["key"],
+        "known_hosts": ssh_testbed.data["known_hosts"],
+        "host_key_policy": "yes",
+        "ssh_config": ssh_testbed.data["ssh_config"],
+    }
+    (tmp_path / "sites.toml").write_text(
+        f'[sites.far]\nadapter = "slurm"\nqueue = "siteB"\ncpus = 1\nwall_time = "120s"\nlimit = 2\ninitial = 2\n'
+        f'idle_cancel = "3s"\npython = "{sys.executable}"\nstage_root = "{tmp_path / "site-stage"}"\n'
+        f"env = {_toml_table({'PYTHONPATH': SRC, 'METASCHED_HOME': str(home)})}\n"
+        f'ssh = {_toml_table(target)[:-2]}, options = {{ SetEnv = "SLURM_CONF={slurm_conf}" }} }}\n'
+    )
+    manager: SiteManager | None = None
+    try:
+        for _ in range(300):
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.1)
+        manager = SiteManager(
+            store,
+            load_sites(tmp_path / "sites.toml"),
+            db_url=db,
+            server=url,
+            token_file=str(token_file),
+            workdir=tmp_path / "ph",
+        )
+        manager.run(interval_s=0.5, until_idle=True, max_s=200)
+    finally:
+        if manager is not None:
+            manager.close()
+        server.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=20)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    states = {j["name"]: (j["state"], j["exit_code"]) for j in store.jobs()}
+    assert states == {name: ("done", 0) for name in ("j0", "j1", "j2", "final")}, states
+    for i in range(3):
+        assert (wf / "results" / f"j{i}.txt").read_text() == f"{10 * (i + 1)}\n"
+        assert (wf / "results" / f"logs-j{i}" / "host.txt").read_text().strip()
+    # Each run had its own directory on the site, with the whole marker sequence.
+    dirs = sorted((tmp_path / "site-stage").iterdir())
+    assert len(dirs) == 3 and all((d / ".staged-out").exists() and (d / ".finished").read_text() == "0\n" for d in dirs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,64 @@ def test_missing_input_fails_the_stage_in(tmp_path: Path) -> None:
     report = SiteStager(LocalRunner()).sync({d: spec})
     assert "does not exist" in report.failed[d]
     assert wait_for_marker(d, STAGED_IN, timeout_s=5) is None
+
+
+def test_workflow_entry_with_staging_wraps_the_command(tmp_path: Path) -> None:
+    from metasched.runtime.metaqueue.workflow import read_workflow
+    from metasched.runtime.remote.staging import STAGE_ENV
+
+    (tmp_path / "wf.yaml").write_text(
+        "- name: a\n  command: cat in.txt > out.txt\n  inputs: [x/in.txt]\n  outputs: ['out.txt:res/a.txt']\n"
+        "- name: b\n  command: 'true'\n"
+    )
+    a, b = read_workflow(tmp_path / "wf.yaml")
+    spec = StageSpec.from_json(a.env[STAGE_ENV])
+    assert spec.inputs == (StagedFile(str(tmp_path / "x/in.txt"), "in.txt"),)
+    assert "cat in.txt > out.txt" in a.command and STAGED_OUT in a.command
+    assert b.command == "true" and STAGE_ENV not in b.env
+
+
+def test_wrapper_and_stager_together(tmp_path: Path) -> None:
+    """The wrapped job (what the placeholder runs) and the site side, as separate processes."""
+    import subprocess
+    import threading
+
+    from metasched.runtime.remote.staging import STAGE_OUT_FAILED, wrap_command
+
+    (tmp_path / "mq").mkdir()
+    (tmp_path / "mq" / "in.txt").write_text("21\n")
+    spec = StageSpec.from_workflow({"inputs": ["in.txt"], "outputs": ["out.txt:back.txt"]}, base_dir=tmp_path / "mq")
+    env = {
+        "METASCHED_JOB_ID": "5",
+        "METASCHED_ATTEMPT": "2",
+        "METASCHED_STAGE_ROOT": str(tmp_path / "site"),
+        "HOME": "/",
+    }
+    job = subprocess.Popen(
+        ["bash", "-c", wrap_command("echo $(( $(cat in.txt) * 2 )) > out.txt", poll_s=0.05)], env=env
+    )
+    d = job_dir(str(tmp_path / "site"), 5, 2)
+    stager = SiteStager(LocalRunner())
+    stop = threading.Event()
+
+    def site_manager() -> None:
+        while not stop.is_set():
+            stager.sync({d: spec})
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=site_manager)
+    thread.start()
+    try:
+        assert job.wait(timeout=20) == 0
+    finally:
+        stop.set()
+        thread.join()
+    # The wrapper ended only after the output was back.
+    assert (tmp_path / "mq" / "back.txt").read_text() == "42\n"
+    # A failed stage-in ends the wrapper with STAGE_OUT_FAILED instead of waiting forever.
+    env["METASCHED_ATTEMPT"] = "3"
+    bad = StageSpec.from_workflow({"inputs": ["missing.txt"]}, base_dir=tmp_path / "mq")
+    job = subprocess.Popen(["bash", "-c", wrap_command("true", poll_s=0.05)], env={**env, "PATH": "/usr/bin:/bin"})
+    time.sleep(0.2)
+    stager.sync({job_dir(str(tmp_path / "site"), 5, 3): bad})
+    assert job.wait(timeout=20) == STAGE_OUT_FAILED

@@ -14,9 +14,13 @@ Declared per job in the workflow file::
       outputs: [out.sam, "logs/:results/align-logs/"]     # name in the job directory[:local]
 
 A job with staging runs in its own directory on the site, ``<stage_root>/<job_id>-<attempt>``,
-and the two sides meet there through marker files, so nothing new is needed in the protocol:
+and the two sides meet there through marker files, so nothing new is needed in the protocol, the
+store or the placeholder agent: at submission the job's command is wrapped (:func:`wrap_command`)
+and its :class:`StageSpec` rides in its environment (``METASCHED_STAGE``), where the site manager
+finds it.
 
-1. the placeholder claims the job, makes the directory and waits for ``.staged-in``;
+1. the placeholder claims the job and starts the wrapper, which makes the directory and waits for
+   ``.staged-in`` (the agent keeps heartbeating: the lease holds);
 2. the site manager sees the job running at its site, copies the inputs in and writes
    ``.staged-in``;
 3. the placeholder runs the job there, writes its exit status to ``.finished`` and waits
@@ -132,6 +136,41 @@ def _check_relative(remote: str, where: str, key: str) -> None:
     p = PurePosixPath(remote)
     if not remote or p.is_absolute() or ".." in p.parts:
         raise ValueError(f"{where}: {key} name {remote!r} must be a relative path inside the job directory")
+
+
+#: The job environment variable carrying the :class:`StageSpec` (JSON) from the workflow to the site manager.
+STAGE_ENV = "METASCHED_STAGE"
+#: The placeholder environment variable naming the stage root on the site (default ``$HOME/metasched-stage``).
+STAGE_ROOT_ENV = "METASCHED_STAGE_ROOT"
+DEFAULT_STAGE_ROOT = "metasched-stage"
+
+
+def wrap_command(command: str, *, poll_s: float = 0.5) -> str:
+    """The job's command run between the two waits of the marker protocol (module docstring).
+
+    Uses only what the placeholder agent already sets (``METASCHED_JOB_ID``, ``METASCHED_ATTEMPT``) and
+    the site's ``METASCHED_STAGE_ROOT``. Invariant: the wrapper exits (so the agent reports the job)
+    only after ``.staged-out`` exists, or with :data:`STAGE_OUT_FAILED` after ``.stage-failed``.
+    """
+
+    def wait(marker: str) -> str:
+        give_up = f'[ -e "$d/{STAGE_FAILED}" ] && exit {STAGE_OUT_FAILED}'
+        return f'until [ -e "$d/{marker}" ]; do {give_up}; sleep {poll_s:g}; done'
+
+    return "\n".join(
+        [
+            f'd="${{{STAGE_ROOT_ENV}:-$HOME/{DEFAULT_STAGE_ROOT}}}/$METASCHED_JOB_ID-$METASCHED_ATTEMPT"',
+            'mkdir -p "$d" || exit 1',
+            wait(STAGED_IN),
+            '(cd "$d" || exit 1',
+            command,
+            ")",
+            "rc=$?",
+            f'echo "$rc" > "$d/{FINISHED}"',
+            wait(STAGED_OUT),
+            'exit "$rc"',
+        ]
+    )
 
 
 def job_dir(stage_root: str, job_id: int, attempt: int) -> str:
