@@ -199,3 +199,18 @@ def test_cut_link_marks_site_down_and_others_carry_on(ssh_testbed: SshTestbed, n
     finally:
         a.dispose()
         b.dispose()
+
+
+def test_parallel_commands_on_a_fresh_runner_share_one_master(ssh_testbed: SshTestbed) -> None:
+    from metasched.runtime.remote.runner import run_many
+
+    runner = SshRunner(ssh_testbed.target("lo"))
+    try:
+        out = run_many(runner, [["echo", str(i)] for i in range(16)], parallel=8)
+        assert [r.stdout for r in out] == [f"{i}\n" for i in range(16)]  # type: ignore[union-attr]
+        masters = subprocess.run(
+            ["pgrep", "-f", f"ControlPath={runner.control_path} -o ControlPersist"], capture_output=True, text=True
+        ).stdout.split()
+        assert len(masters) == 1, masters
+    finally:
+        runner.dispose()

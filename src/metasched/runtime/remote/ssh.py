@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -228,6 +229,8 @@ class SshRunner:
         # Reverse tunnels live on the master: a new master starts with none, so we remember them.
         self._forwards: set[tuple[str, int, int]] = set()
         self._applied: set[tuple[str, int, int]] = set()
+        # Commands may run from several threads (a burst of submissions): one of them starts the master.
+        self._lock = threading.RLock()
 
     # -- CommandRunner -----------------------------------------------------------------------
 
@@ -329,6 +332,10 @@ class SshRunner:
         cheap test; a stale socket (master killed) makes the next command fail with exit 255,
         which tears it down.
         """
+        with self._lock:
+            self._connect()
+
+    def _connect(self) -> None:
         now = self._clock()
         if not self.health.may_try(now):
             raise SiteUnreachable(
@@ -455,8 +462,9 @@ class SshRunner:
         return result
 
     def _fail(self, error: str) -> None:
-        self.health.record_failure(self._clock(), error)
-        self._drop_master()
+        with self._lock:
+            self.health.record_failure(self._clock(), error)
+            self._drop_master()
 
     def _drop_master(self) -> None:
         """Forget the master: ask it to exit, without waiting on a dead link, and unlink its socket."""
