@@ -1,6 +1,7 @@
-"""End to end with remote sites: the live metaqueue drives two Slurm partitions reached over SSH only.
+"""End to end with remote sites: the live metaqueue drives batch systems reached over SSH only.
 
-``sshA``'s placeholders talk to the metaqueue over the SSH transport (restricted key, forced-command
+``sshA`` is a Slurm partition, ``sshB`` the Grid Engine (a second Slurm partition when Grid Engine is not
+up). ``sshA``'s placeholders talk to the metaqueue over the SSH transport (restricted key, forced-command
 gateway); ``sshB``'s over a reverse tunnel opened on the site's master connection; a third site is
 unreachable the whole time. Proves: every job completes exactly once, both remote sites ran jobs
 through their own transport, the dead site is reported down with its error and never stops the others.
@@ -44,10 +45,13 @@ def _toml_table(d: dict[str, object]) -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def test_workflow_over_two_remote_slurm_sites_and_a_dead_one(ssh_testbed: SshTestbed, tmp_path: Path) -> None:
+def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, tmp_path: Path) -> None:
     slurm_conf = os.environ.get("SLURM_CONF")
     if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
         pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
+    sge = bool(os.environ.get("SGE_ROOT")) and (
+        subprocess.run(["qstat"], capture_output=True, check=False, timeout=20).returncode == 0
+    )
     home = tmp_path / "home"
     home.mkdir()
     ledger = tmp_path / "ledger.txt"
@@ -94,17 +98,20 @@ def test_workflow_over_two_remote_slurm_sites_and_a_dead_one(ssh_testbed: SshTes
                 "ssh_config": "/dev/null",
             }
             common = (
-                'adapter = "slurm"\ncpus = 1\nwall_time = "120s"\nlimit = 3\ninitial = 2\nidle_cancel = "3s"\n'
+                'cpus = 1\nwall_time = "120s"\nlimit = 3\ninitial = 2\nidle_cancel = "3s"\n'
                 f'python = "{sys.executable}"\nenv = {_toml_table({"PYTHONPATH": SRC, "METASCHED_HOME": str(home)})}\n'
             )
-            options = f'options = {{ SetEnv = "SLURM_CONF={slurm_conf}" }}'
-            ssh_line = _toml_table(site_ssh)[:-2] + ", " + options + " }"
+            set_env = f"SLURM_CONF={slurm_conf}"
+            if sge:  # site B is the Grid Engine, reached the same way
+                set_env += f" SGE_ROOT={os.environ['SGE_ROOT']} SGE_CELL={os.environ.get('SGE_CELL', 'default')}"
+            ssh_line = _toml_table(site_ssh)[:-2] + f', options = {{ SetEnv = "{set_env}" }} }}'
+            b_adapter, b_queue = ("gridengine", "siteB.q") if sge else ("slurm", "siteB")
             (tmp_path / "sites.toml").write_text(
-                f'[sites.sshA]\nqueue = "siteA"\n{common}ssh = {ssh_line}\n'
+                f'[sites.sshA]\nadapter = "slurm"\nqueue = "siteA"\n{common}ssh = {ssh_line}\n'
                 f'transport = "ssh"\nmetaqueue_ssh = {_toml_table(mq_ssh)}\n\n'
-                f'[sites.sshB]\nqueue = "siteB"\n{common}ssh = {ssh_line}\n'
+                f'[sites.sshB]\nadapter = "{b_adapter}"\nqueue = "{b_queue}"\n{common}ssh = {ssh_line}\n'
                 f'transport = "tunnel"\ntunnel_port = {_free_port()}\n\n'
-                f'[sites.dead]\nqueue = "siteC"\n{common}'
+                f'[sites.dead]\nadapter = "slurm"\nqueue = "siteC"\n{common}'
                 f'ssh = {{ host = "127.0.0.1", port = 1, user = "root", connect_timeout_s = 2 }}\n'
             )
             manager = SiteManager(
