@@ -57,9 +57,11 @@ def test_parse_refuses(command: str | None, body: str, message: str) -> None:
 
 
 def test_site_pin_fills_in_and_refuses_other_sites() -> None:
-    assert parse_request("claim", '{"placeholder_id": "p"}', site="A")[1]["site"] == "A"
+    assert parse_request("claim", '{"placeholder_id": "A-p"}', site="A")[1]["site"] == "A"
     assert parse_request("hello", '{"site": "A"}', site="A")[1]["site"] == "A"
-    assert "site" not in parse_request("heartbeat", '{"placeholder_id": "p"}', site="A")[1]
+    assert "site" not in parse_request("heartbeat", '{"placeholder_id": "A-p"}', site="A")[1]
+    with pytest.raises(GatewayRefusal, match="placeholders of site 'A' only"):
+        parse_request("complete", '{"placeholder_id": "B-p", "results": []}', site="A")
     with pytest.raises(GatewayRefusal, match="site 'A' only"):
         parse_request("claim", '{"site": "B"}', site="A")
 
@@ -77,9 +79,9 @@ def test_serve_relays_to_the_server_with_its_token(tmp_path: Path) -> None:
     token_file.write_text("s3cret\n")
     with relay_server("s3cret") as server:
         server.answer = {"action": "run", "jobs": [{"job_id": 7}]}
-        rc, out, err = _serve(server.url, token_file, "metasched claim", '{"placeholder_id": "p1"}', site="A")
+        rc, out, err = _serve(server.url, token_file, "metasched claim", '{"placeholder_id": "A-p1"}', site="A")
         assert (rc, json.loads(out), err) == (EXIT_OK, server.answer, "")
-        assert server.requests == [("/v1/claim", {"placeholder_id": "p1", "site": "A"})]
+        assert server.requests == [("/v1/claim", {"placeholder_id": "A-p1", "site": "A"})]
         server.status = 409
         rc, out, err = _serve(server.url, token_file, "complete", "{}")
         assert (rc, out) == (EXIT_REFUSED, "") and "server refused complete: 409" in err

@@ -21,18 +21,20 @@ def test_claim_over_ssh_reaches_the_server_and_nothing_else_is_allowed(ssh_testb
             client = SshProtocolClient(target, mode=mode, timeout_s=10)  # type: ignore[arg-type]
             try:
                 server.answer = {"action": "run", "jobs": [{"job_id": 3, "attempt": 1}]}
-                assert client.call("claim", {"placeholder_id": "p1", "cpus": 1}) == server.answer
-                assert server.requests[-1] == ("/v1/claim", {"placeholder_id": "p1", "cpus": 1, "site": "A"})
+                assert client.call("claim", {"placeholder_id": "A-p1", "cpus": 1}) == server.answer
+                assert server.requests[-1] == ("/v1/claim", {"placeholder_id": "A-p1", "cpus": 1, "site": "A"})
                 server.answer = {"held": {"3": 1}}
-                assert client.call("heartbeat", {"placeholder_id": "p1"}) == {"held": {"3": 1}}
+                assert client.call("heartbeat", {"placeholder_id": "A-p1"}) == {"held": {"3": 1}}
                 with pytest.raises(PermissionError, match="site 'A' only"):
-                    client.call("claim", {"placeholder_id": "p1", "site": "B"})
+                    client.call("claim", {"placeholder_id": "A-p1", "site": "B"})
+                with pytest.raises(PermissionError, match="placeholders of site 'A' only"):
+                    client.call("heartbeat", {"placeholder_id": "B-p7"})
                 server.status = 503
                 with pytest.raises(ConnectionError, match="server error 503"):
-                    client.call("bye", {"placeholder_id": "p1"})
+                    client.call("bye", {"placeholder_id": "A-p1"})
                 server.status = 200
                 # The gateway stays up across requests in a session; a new request after an error still works.
-                assert client.call("heartbeat", {"placeholder_id": "p1"}) == server.answer
+                assert client.call("heartbeat", {"placeholder_id": "A-p1"}) == server.answer
             finally:
                 client.close()
         n = len(server.requests)

@@ -21,8 +21,9 @@ JSON request per line (``{"verb": "claim", "body": {...}}``) in, one JSON line
 (``{"status": 0|2|3, "answer": ..., "error": "..."}``) out, with the same checks. A request then
 costs a round trip on an open channel, not a new SSH session and a Python start.
 
-A key is pinned to one site (``--site``): a request naming another site is refused, so a private
-key copied off one cluster cannot pull work as another.
+A key is pinned to one site (``--site``): a request naming another site, or another site's placeholder
+(the site manager names them ``<site>-<random>``), is refused, so a private key copied off one cluster
+cannot pull work, or renew or complete jobs, as another.
 
 Exit status (what the placeholder's SSH transport maps to errors): 0 = the server's JSON answer is
 on stdout; 2 = refused (verb not allowed, bad body, wrong site, the server said 4xx);
@@ -114,6 +115,10 @@ def pin_site(verb: str, body: dict[str, Any], site: str | None) -> dict[str, Any
         named = body.get("site")
         if named is not None and named != site:
             raise GatewayRefusal(f"this key may act for site {site!r} only, not {named!r}")
+        # The site manager names its placeholders "<site>-<random>": another site's are out of reach too.
+        placeholder = body.get("placeholder_id")
+        if placeholder is not None and not str(placeholder).startswith(f"{site}-"):
+            raise GatewayRefusal(f"this key may act for placeholders of site {site!r} only, not {placeholder!r}")
         if verb in ("hello", "claim"):
             body["site"] = site
     return body
