@@ -160,9 +160,14 @@ def test_reverse_tunnel_reaches_back(lo_runner: SshRunner, tmp_path: Path) -> No
         with socket.socket() as probe:  # a port free on the (same-machine) remote side
             probe.bind(("127.0.0.1", 0))
             remote_port = probe.getsockname()[1]
-        lo_runner.forward_remote(remote_port, local_port)
+        lo_runner.keep_remote_forward(remote_port, local_port)
         try:
             cmd = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{remote_port}').read().decode())\""
+            assert lo_runner.run(cmd, timeout_s=10).stdout.strip() == "metaqueue here"
+            # A new master has no tunnel: keep_remote_forward puts it back (the site manager calls it every round).
+            lo_runner.close()
+            lo_runner.keep_remote_forward(remote_port, local_port)
+            lo_runner.keep_remote_forward(remote_port, local_port)  # already there: no second forward
             assert lo_runner.run(cmd, timeout_s=10).stdout.strip() == "metaqueue here"
         finally:
             lo_runner.cancel_remote(remote_port, local_port)
