@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
@@ -97,7 +98,7 @@ def sites_check(
         workdir = cfg.workdir or ("metasched-placeholders/" + cfg.name if cfg.is_remote else None)
         adapter: BatchAdapter = REGISTRY[cfg.adapter](
             queue=cfg.queue,
-            workdir=workdir or Path.cwd() / ".metasched-check",
+            workdir=workdir or Path(tempfile.gettempdir()) / "metasched-check",
             extra_args=cfg.extra_args,
             command_timeout_s=cfg.command_timeout_s,
             setup=cfg.setup,
