@@ -173,7 +173,7 @@ def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = N
 
     store = Store.open(db)
     table = Table(title="sites")
-    for col in ("site", "adapter", "target", "active", "placeholders by state", "throttle decisions"):
+    for col in ("site", "adapter", "where", "reach", "target", "active", "placeholders by state", "throttle decisions"):
         table.add_column(col)
     for s in store.sites():
         phs = store.placeholders(s["name"])
@@ -184,9 +184,16 @@ def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = N
             if p["decision"]:
                 dec[p["decision"]] = dec.get(p["decision"], 0) + 1
         active = sum(by.get(k, 0) for k in ("submitted", "queued", "running"))
+        config = s["config"] or {}
+        reach = config.get("reach") or {}
+        reach_text = str(reach.get("state", "?"))
+        if reach.get("error"):
+            reach_text += f": {reach['error'][:80]}"
         table.add_row(
             s["name"],
             s["adapter"],
+            str(config.get("where", "local")),
+            reach_text,
             str(s["target"]),
             str(active),
             " ".join(f"{k}={v}" for k, v in sorted(by.items())),

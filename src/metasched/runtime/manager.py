@@ -261,9 +261,7 @@ class SiteManager:
             throttle = TrellisThrottle(increase_below_s=cfg.increase_below_s, reduce_above_s=cfg.reduce_above_s)
             target = max(cfg.lower, min(cfg.limit, cfg.initial))
             self.sites.append(_Site(cfg, adapter, throttle, target, runner))
-            store.upsert_site(
-                cfg.name, cfg.adapter, {"queue": cfg.queue, "cpus": cfg.cpus, "limit": cfg.limit}, cfg.licences
-            )
+            store.upsert_site(cfg.name, cfg.adapter, self._site_info(self.sites[-1]), cfg.licences)
             store.set_site_target(cfg.name, target)
 
     def placeholder_command(self, cfg: SiteConfig, placeholder_id: str) -> list[str]:
@@ -330,13 +328,30 @@ class SiteManager:
                 self._tick_site(site, now, ready)
                 if site.down_since is not None:
                     log.warning("site %s is back", site.cfg.name)
-                site.down_since = None
-                site.last_error = None
+                    site.down_since = None
+                    site.last_error = None
+                    self._publish(site)
             except (BatchError, CommandError) as exc:
+                site.last_error = str(exc)
                 if site.down_since is None:
                     site.down_since = now
-                site.last_error = str(exc)
+                    self._publish(site)
                 log.warning("site %s unavailable: %s", site.cfg.name, exc)
+
+    def _site_info(self, site: _Site) -> dict[str, Any]:
+        cfg = site.cfg
+        info: dict[str, Any] = {"queue": cfg.queue, "cpus": cfg.cpus, "limit": cfg.limit, "where": site.runner.target}
+        info["reach"] = {"state": "down" if site.down_since is not None else "up", "since": site.down_since}
+        if site.last_error:
+            info["reach"]["error"] = site.last_error[:300]
+        return info
+
+    def _publish(self, site: _Site) -> None:
+        """Record an up/down change in the store, for ``metasched sites list`` (only on changes: no write per round)."""
+        try:
+            self.store.upsert_site(site.cfg.name, site.cfg.adapter, self._site_info(site), site.cfg.licences)
+        except Exception:
+            log.exception("could not record the state of site %s", site.cfg.name)
 
     def _reach(self, site: _Site) -> None:
         """For an SSH site: make sure its master is up (raises at once while the site is in back-off), so

@@ -147,6 +147,10 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
     assert health["dead"]["ssh"]["failures"] >= 1
     assert health["sshA"]["state"] == "up" and health["sshB"]["state"] == "up"
     assert not store.placeholders("dead")
+    # ... and recorded for `metasched sites list`.
+    rows = {r["name"]: r["config"] for r in store.sites()}
+    assert rows["dead"]["reach"]["state"] == "down" and "refused" in rows["dead"]["reach"]["error"]
+    assert rows["dead"]["where"] == "root@127.0.0.1:1" and rows["sshA"]["reach"]["state"] == "up"
 
 
 def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lock: None, tmp_path: Path) -> None:
