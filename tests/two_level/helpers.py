@@ -70,5 +70,9 @@ def view(
         end = start + j.requested_time * q.benchmark / cl.machines[m].benchmark
         runs.append(RunningOnMachine(j, m, j.requested_procs, q.licence_mask, start, end))
     return ClusterView(
-        cluster=cl, free_cpus=free, licence_free=lic_free, running=runs, queue=QueueColumns.from_jobs(queue)
+        cluster=cl,
+        free_cpus=free,
+        licence_free=lic_free,
+        running=runs,
+        queue=QueueColumns.from_jobs(queue, len(cl.licences)),
     )

@@ -135,7 +135,7 @@ def test_backfilling_never_delays_the_head(data: tuple[list[Cluster], list[Job]]
             queue.append(j)
     order = WeightedHeuristics() if weighted else ArrivalOrder()
     sched = FlexibleBackfill(order=order)
-    v = ClusterView(cl, free, lic_free, running, QueueColumns.from_jobs(queue))
+    v = ClusterView(cl, free, lic_free, running, QueueColumns.from_jobs(queue, len(cl.licences)))
     plan = sched.plan(v, float(now))
     for j, m in plan.starts:
         q = qos_of(j)
@@ -151,7 +151,7 @@ def test_backfilling_never_delays_the_head(data: tuple[list[Cluster], list[Job]]
     head_id, _, shadow = plan.reservation
     head = next(j for j in queue if j.job_id == head_id)
     after = FlexibleBackfill(order=ArrivalOrder()).plan(
-        ClusterView(cl, free, lic_free, running, QueueColumns.from_jobs([head])), float(now)
+        ClusterView(cl, free, lic_free, running, QueueColumns.from_jobs([head], len(cl.licences))), float(now)
     )
     assert after.reservation is not None
     assert after.reservation[2] <= shadow

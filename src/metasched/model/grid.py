@@ -49,6 +49,7 @@ class Cluster:
     licences: tuple[Licence, ...] = ()
     power_order: tuple[int, ...] = field(init=False)
     licence_masks: tuple[int, ...] = field(init=False)
+    licence_copies: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.machines:
@@ -61,6 +62,7 @@ class Cluster:
         order = tuple(sorted(range(len(self.machines)), key=lambda i: (-self.machines[i].benchmark, i)))
         object.__setattr__(self, "power_order", order)
         object.__setattr__(self, "licence_masks", tuple(m.licence_mask for m in self.machines))
+        object.__setattr__(self, "licence_copies", tuple(lic.copies for lic in self.licences))
 
     @property
     def cpus(self) -> int:

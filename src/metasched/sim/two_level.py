@@ -105,7 +105,7 @@ class _ClusterState:
         self.lic_free = [lic.copies for lic in cluster.licences]
         self.running: dict[int, RunningOnMachine] = {}
         self.running_on: list[dict[int, RunningOnMachine]] = [{} for _ in cluster.machines]
-        self.queue = QueueColumns(256)
+        self.queue = QueueColumns(len(cluster.licences), 256)
         self.backlog = ClusterBacklog(n_priorities)
         self.cpu_counts: dict[int, int] = {}
         self.queued_cpus = 0
@@ -161,6 +161,7 @@ def simulate_two_level(
     benches = [[m.benchmark for m in c.machines] for c in clusters]
     ends: list[tuple[float, int, int]] = []  # (end, index, cluster)
     perf = time.perf_counter
+    hosts: dict[tuple[int, int], list[int]] = {}
     nxt = 0
     inf = float("inf")
     t_prev = order[0].submit_time if n else 0.0
@@ -194,7 +195,12 @@ def simulate_two_level(
             t0 = perf()
             ctx = MsContext(mean_margin=windows.mean, n_licence_types=n_lic_types)
             prio = dispatcher.classify(job, ctx)
-            eligible = [c for c, cl in enumerate(clusters) if cl.can_host(job.requested_procs, q.licence_mask)]
+            shape = (job.requested_procs, q.licence_mask)
+            eligible = hosts.get(shape)
+            if eligible is None:
+                eligible = hosts[shape] = [
+                    c for c, cl in enumerate(clusters) if cl.can_host(job.requested_procs, q.licence_mask)
+                ]
             if not eligible:
                 raise ValueError(
                     f"job {job.job_id} ({job.requested_procs} CPUs, licences {q.licences}) fits no cluster"
@@ -224,9 +230,9 @@ def simulate_two_level(
                 cluster=st.cluster,
                 free_cpus=st.free,
                 licence_free=st.lic_free,
-                running=list(st.running.values()),
+                running=st.running.values(),
                 queue=st.queue,
-                running_on=[d.values() for d in st.running_on],
+                running_on=st.running_on,
             )
             t0 = perf()
             plan = locals_[c].plan(view, now)
@@ -236,8 +242,6 @@ def simulate_two_level(
             for job, m in plan.starts:
                 q = qos_of(job)
                 need = job.requested_procs
-                if job.job_id not in st.queue:
-                    raise RuntimeError(f"cluster {c}: job {job.job_id} started but not queued there")
                 if st.free[m] < need:
                     raise RuntimeError(
                         f"cluster {c}: machine {m} has {st.free[m]} CPUs free, job {job.job_id} needs {need}"

@@ -122,7 +122,7 @@ class FlexibleBackfill(MachineScheduler):
         if res_m in avail:
             fits_res = need_r <= free[res_m]
             if fits_res.any():
-                short = now + cols.estimate[ridx] * cols.benchmark[ridx] / bench[res_m] <= shadow
+                short = now + cols.work[ridx] / bench[res_m] <= shadow
                 ok |= fits_res & (short | (need_r <= extra))
         blocked = 0
         for lic, copies in enumerate(lic_free):
@@ -213,7 +213,7 @@ class FlexibleBackfill(MachineScheduler):
         on = view.by_machine()
 
         def releases(m: int) -> list[tuple[float, int]]:
-            rel = [(r.expected_end if r.expected_end > now else now, r.cpus) for r in on[m]]
+            rel = [(r.expected_end if r.expected_end > now else now, r.cpus) for r in on[m].values()]
             rel.extend(started.get(m, ()))
             rel.sort()
             return rel

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -167,90 +167,109 @@ class RunningOnMachine:
 
 
 class QueueColumns:
-    """The jobs queued at one cluster as numpy columns, for vectorised orders and heuristics.
+    """The jobs queued at one cluster as numpy columns, in arrival order, for vectorised policies.
 
-    Rows are in no particular order (the driver appends at dispatch and swap-removes at start, O(1)
-    each); every order must therefore tie-break explicitly by ``(submit_time, job_id)``. Columns:
-    ``job_id``, ``submit`` (submit_time), ``estimate`` (requested_time, on the estimating
-    machine), ``benchmark`` (of the estimating machine), ``deadline`` (``nan`` = none),
-    ``licence_mask`` (int64 bit masks), ``need`` (CPUs), ``priority`` (MS priority at dispatch).
-    ``jobs[i]`` is the :class:`Job` of row ``i``. Policies read it; only drivers call
-    :meth:`append` / :meth:`remove`.
+    Rows are in ``(submit_time, job_id)`` order (appending out of order is an error), so a stable
+    sort on a priority breaks ties FCFS. Columns: ``job_id``, ``submit`` (submit_time),
+    ``estimate`` (requested_time, on the estimating machine), ``benchmark`` (of the estimating
+    machine), ``work`` (estimate x benchmark), ``deadline`` (``nan`` = none), ``licence_mask``
+    (int64 bit masks), ``uses`` (rows x licence types, 1.0 where the job requests the licence),
+    ``need`` (CPUs), ``priority`` (MS priority at dispatch); ``licence_counts[l]``: queued jobs
+    requesting licence ``l``. ``jobs[i]`` is the :class:`Job` of row ``i``. Policies read it;
+    only drivers call :meth:`append` / :meth:`remove`.
     """
 
-    __slots__ = ("_benchmark", "_deadline", "_estimate", "_id", "_mask", "_need", "_prio", "_row", "_submit", "jobs")
+    __slots__ = (
+        "_benchmark",
+        "_deadline",
+        "_estimate",
+        "_id",
+        "_mask",
+        "_need",
+        "_prio",
+        "_submit",
+        "_uses",
+        "_work",
+        "jobs",
+        "licence_counts",
+        "n_licence_types",
+    )
 
-    def __init__(self, capacity: int = 64) -> None:
+    _ARRAYS = ("_id", "_submit", "_estimate", "_benchmark", "_work", "_deadline", "_mask", "_need", "_prio", "_uses")
+
+    def __init__(self, n_licence_types: int = 0, capacity: int = 64) -> None:
         capacity = max(capacity, 1)
+        self.n_licence_types = n_licence_types
         self.jobs: list[Job] = []
-        self._row: dict[int, int] = {}
         self._id = np.zeros(capacity, dtype=np.int64)
         self._submit = np.zeros(capacity)
         self._estimate = np.zeros(capacity)
         self._benchmark = np.zeros(capacity)
+        self._work = np.zeros(capacity)
         self._deadline = np.zeros(capacity)
         self._mask = np.zeros(capacity, dtype=np.int64)
         self._need = np.zeros(capacity, dtype=np.int64)
         self._prio = np.zeros(capacity, dtype=np.int64)
+        self._uses = np.zeros((capacity, n_licence_types))
+        self.licence_counts = np.zeros(n_licence_types, dtype=np.int64)
 
     @classmethod
-    def from_jobs(cls, jobs: Sequence[Job]) -> QueueColumns:
-        cols = cls(len(jobs))
-        for job in jobs:
+    def from_jobs(cls, jobs: Sequence[Job], n_licence_types: int = 0) -> QueueColumns:
+        """Columns of ``jobs`` (sorted into arrival order)."""
+        width = max((qos_of(j).licence_mask.bit_length() for j in jobs), default=0)
+        cols = cls(max(n_licence_types, width), len(jobs))
+        for job in sorted(jobs, key=lambda j: (j.submit_time, j.job_id)):
             cols.append(job)
         return cols
 
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def __contains__(self, job_id: int) -> bool:
-        return job_id in self._row
-
     def _grow(self) -> None:
-        for name in ("_id", "_submit", "_estimate", "_benchmark", "_deadline", "_mask", "_need", "_prio"):
+        for name in self._ARRAYS:
             old = getattr(self, name)
-            new = np.zeros(2 * len(old), dtype=old.dtype)
+            new = np.zeros((2 * len(old), *old.shape[1:]), dtype=old.dtype)
             new[: len(old)] = old
             setattr(self, name, new)
 
     def append(self, job: Job) -> None:
-        if job.job_id in self._row:
-            raise ValueError(f"job {job.job_id} is already queued")
         q = qos_of(job)
+        if q.licence_mask.bit_length() > self.n_licence_types:
+            raise ValueError(f"job {job.job_id} requests licence types beyond the {self.n_licence_types} known")
         i = len(self.jobs)
+        if i and (job.submit_time, job.job_id) <= (self._submit[i - 1], self._id[i - 1]):
+            raise ValueError(f"job {job.job_id} appended out of (submit_time, job_id) order")
         if i == len(self._id):
             self._grow()
         self.jobs.append(job)
-        self._row[job.job_id] = i
         self._id[i] = job.job_id
         self._submit[i] = job.submit_time
         self._estimate[i] = job.requested_time
         self._benchmark[i] = q.benchmark
+        self._work[i] = job.requested_time * q.benchmark
         self._deadline[i] = np.nan if q.deadline is None else q.deadline
         self._mask[i] = q.licence_mask
         self._need[i] = job.requested_procs
         self._prio[i] = ms_priority(job)
+        if q.licence_mask:
+            for lic in q.licences:
+                self._uses[i, lic] = 1.0
+                self.licence_counts[lic] += 1
 
     def remove(self, job_id: int) -> Job:
-        i = self._row.pop(job_id)
-        last = len(self.jobs) - 1
-        job = self.jobs[i]
-        if i != last:
-            moved = self.jobs[last]
-            self.jobs[i] = moved
-            self._row[moved.job_id] = i
-            for arr in (
-                self._id,
-                self._submit,
-                self._estimate,
-                self._benchmark,
-                self._deadline,
-                self._mask,
-                self._need,
-                self._prio,
-            ):
-                arr[i] = arr[last]
-        self.jobs.pop()
+        n = len(self.jobs)
+        hits = np.flatnonzero(self._id[:n] == job_id)
+        if not hits.size:
+            raise KeyError(f"job {job_id} is not queued")
+        i = int(hits[0])
+        job = self.jobs.pop(i)
+        if self._mask[i]:
+            self.licence_counts -= self._uses[i].astype(np.int64)
+        if i < n - 1:
+            for name in self._ARRAYS:
+                arr = getattr(self, name)
+                arr[i : n - 1] = arr[i + 1 : n]
+        self._uses[n - 1] = 0.0
         return job
 
     @property
@@ -270,12 +289,20 @@ class QueueColumns:
         return self._benchmark[: len(self.jobs)]
 
     @property
+    def work(self) -> np.ndarray:
+        return self._work[: len(self.jobs)]
+
+    @property
     def deadline(self) -> np.ndarray:
         return self._deadline[: len(self.jobs)]
 
     @property
     def licence_mask(self) -> np.ndarray:
         return self._mask[: len(self.jobs)]
+
+    @property
+    def uses(self) -> np.ndarray:
+        return self._uses[: len(self.jobs)]
 
     @property
     def need(self) -> np.ndarray:
@@ -291,24 +318,25 @@ class ClusterView:
     """Snapshot of one cluster handed to a :class:`MachineScheduler`.
 
     ``free_cpus[m]``: free CPUs of machine ``m``; ``licence_free[l]``: copies of licence ``l`` not
-    active; ``queue``: the queued jobs as columns (rows in any order); ``running`` in any order;
-    ``running_on[m]``: the running jobs of machine ``m`` (``None``: derived from ``running``).
+    active; ``queue``: the queued jobs as columns (arrival order); ``running`` in any order;
+    ``running_on[m]``: the running jobs of machine ``m`` by job_id (``None``: derived from
+    ``running``).
     """
 
     cluster: Cluster
     free_cpus: Sequence[int]
     licence_free: Sequence[int]
-    running: Sequence[RunningOnMachine]
+    running: Collection[RunningOnMachine]
     queue: QueueColumns
-    running_on: Sequence[Collection[RunningOnMachine]] | None = None
+    running_on: Sequence[Mapping[int, RunningOnMachine]] | None = None
 
-    def by_machine(self) -> Sequence[Collection[RunningOnMachine]]:
+    def by_machine(self) -> Sequence[Mapping[int, RunningOnMachine]]:
         """``running_on``, or the same grouping computed from ``running``."""
         if self.running_on is not None:
             return self.running_on
-        groups: list[list[RunningOnMachine]] = [[] for _ in self.cluster.machines]
+        groups: list[dict[int, RunningOnMachine]] = [{} for _ in self.cluster.machines]
         for r in self.running:
-            groups[r.machine].append(r)
+            groups[r.machine][r.job.job_id] = r
         return groups
 
 
@@ -354,43 +382,47 @@ class MachineScheduler(ABC):
 
 @dataclass(frozen=True, slots=True)
 class LsQueue:
-    """Columns of one cluster's queue (rows as in ``QueueColumns``) for vectorised LS heuristics.
+    """Columns of one cluster's queue (rows as in :class:`QueueColumns`) for LS heuristics.
 
     ``nxt``: estimate on the cluster's most powerful machine (seed 004's ``nxt_j``, optimistic);
-    ``deadline``: ``nan`` for jobs without one; ``licence_mask``: int64 bit masks;
+    ``deadline``: ``nan`` for jobs without one; ``uses``: rows x licence types (1.0 = requested);
     ``licence_total[l]``: copies of licence ``l`` in the cluster's pool; ``licence_requests[l]``:
-    how many jobs of the cluster (queued or running) request licence ``l``.
+    how many jobs of the cluster request ``l``: queued ones plus running ones (each running
+    holder of ``l`` holds one active copy, so that is ``total - free``); ``licence_queued[l]``: the
+    queued ones only.
     """
 
     now: float
     submit: np.ndarray
     nxt: np.ndarray
     deadline: np.ndarray
-    licence_mask: np.ndarray
+    uses: np.ndarray
     licence_total: np.ndarray
     licence_requests: np.ndarray
+    licence_queued: np.ndarray
 
     @classmethod
     def from_view(cls, view: ClusterView, now: float) -> LsQueue:
         cols = view.queue
-        n_lic = len(view.cluster.licences)
-        masks = cols.licence_mask
-        requests = np.zeros(n_lic, dtype=np.int64)
-        if n_lic:
-            bits = np.arange(n_lic, dtype=np.int64)
-            if masks.any():
-                requests += ((masks[:, None] >> bits) & 1).sum(axis=0)
-            run_masks = [r.licence_mask for r in view.running if r.licence_mask]
-            if run_masks:
-                requests += ((np.array(run_masks, dtype=np.int64)[:, None] >> bits) & 1).sum(axis=0)
+        total = np.array(view.cluster.licence_copies, dtype=np.int64)
+        queued = np.zeros(len(total), dtype=np.int64)
+        k = min(len(total), len(cols.licence_counts))
+        queued[:k] = cols.licence_counts[:k]
+        active = total - np.asarray(view.licence_free, dtype=np.int64)
+        uses = cols.uses
+        if uses.shape[1] != len(total):
+            fixed = np.zeros((len(cols), len(total)))
+            fixed[:, :k] = uses[:, :k]
+            uses = fixed
         return cls(
             now=now,
             submit=cols.submit,
-            nxt=cols.estimate * cols.benchmark / view.cluster.best_benchmark,
+            nxt=cols.work / view.cluster.best_benchmark,
             deadline=cols.deadline,
-            licence_mask=masks,
-            licence_total=np.array([lic.copies for lic in view.cluster.licences], dtype=np.int64),
-            licence_requests=requests,
+            uses=uses,
+            licence_total=total,
+            licence_requests=queued + active,
+            licence_queued=queued,
         )
 
 

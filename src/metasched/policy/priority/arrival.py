@@ -12,12 +12,11 @@ from metasched.policy.meta.two_level_base import ClusterOrder, ClusterView
 class ArrivalOrder(ClusterOrder):
     """Earlier ``submit_time`` first, then smaller ``job_id``: FCFS (seed 004's "No Heuristics").
 
-    Invariant: never reorders jobs of distinct arrival; sorted, so the result does not depend on
-    the order of ``view.queue``. Tie-break: ``job_id``.
+    Invariant: never reorders the queue (rows of :class:`QueueColumns` are in arrival order).
     """
 
     key: ClassVar[str] = "arrival"
 
     def order(self, view: ClusterView, now: float) -> np.ndarray:
-        cols = view.queue
-        return np.lexsort((cols.job_id, cols.submit))
+        # QueueColumns rows are already in (submit_time, job_id) order.
+        return np.arange(len(view.queue))

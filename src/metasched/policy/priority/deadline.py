@@ -34,12 +34,9 @@ class LsDeadline(LsHeuristic):
         self.k = k
 
     def deltas(self, queue: LsQueue) -> np.ndarray:
-        ext = queue.now + queue.nxt
+        # frac = (ext - t) / (k nxt): the position on the ramp; nan (no deadline) fails both tests.
         window = self.k * queue.nxt
-        t = queue.deadline - window
-        out = np.full(len(queue.nxt), self.low, dtype=float)
+        frac = (queue.now + queue.nxt - queue.deadline + window) / window
         with np.errstate(invalid="ignore"):
-            ramp = (t < ext) & (ext <= queue.deadline)  # nan deadlines compare False
-        if ramp.any():
-            out[ramp] = (self.high - self.low) * (ext[ramp] - t[ramp]) / window[ramp] + self.low
-        return out
+            on_ramp = (frac > 0.0) & (frac <= 1.0)
+        return np.where(on_ramp, self.low + (self.high - self.low) * frac, self.low)

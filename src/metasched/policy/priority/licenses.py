@@ -30,20 +30,13 @@ class LsLicences(LsHeuristic):
         self.weight = weight
 
     def deltas(self, queue: LsQueue) -> np.ndarray:
-        n = len(queue.licence_mask)
-        n_lic = len(queue.licence_total)
-        if n == 0 or n_lic == 0:
+        n = len(queue.submit)
+        if n == 0 or len(queue.licence_total) == 0 or not queue.licence_queued.any():
             return np.zeros(n, dtype=float)
-        out = np.zeros(n, dtype=float)
-        rows = np.flatnonzero(queue.licence_mask)
-        if rows.size == 0:
-            return out
         total = queue.licence_total.astype(float)
         requests = queue.licence_requests.astype(float)
         rho = np.where(total > 0, requests / np.where(total > 0, total, 1.0), requests)
         critical = (rho > 1.0) | (total == 0)
-        uses = ((queue.licence_mask[rows, None] >> np.arange(n_lic, dtype=np.int64)) & 1).astype(bool)
-        d = max(int(uses[:, ~critical].any(axis=0).sum()), 1)
+        d = max(int(((queue.licence_queued > 0) & ~critical).sum()), 1)
         weights = np.where(critical, d * rho, rho)
-        out[rows] = self.weight * (uses @ weights)
-        return out
+        return self.weight * (queue.uses @ weights)

@@ -18,5 +18,5 @@ class MsPriorityOrder(ClusterOrder):
     key: ClassVar[str] = "ms-priority"
 
     def order(self, view: ClusterView, now: float) -> np.ndarray:
-        cols = view.queue
-        return np.lexsort((cols.job_id, cols.submit, -cols.priority))
+        # Stable sort on rows in (submit_time, job_id) order: FCFS among equal priorities.
+        return np.argsort(-view.queue.priority, kind="stable")

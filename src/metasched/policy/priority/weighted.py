@@ -43,4 +43,5 @@ class WeightedHeuristics(ClusterOrder):
         if len(cols) == 0:
             return np.zeros(0, dtype=np.int64)
         prio = self.priorities(LsQueue.from_view(view, now))
-        return np.lexsort((cols.job_id, cols.submit, -prio))
+        # Stable sort on rows in (submit_time, job_id) order: FCFS among equal priorities.
+        return np.argsort(-prio, kind="stable")
