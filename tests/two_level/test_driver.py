@@ -119,3 +119,16 @@ def test_experiment_writes_outputs(tmp_path: Path) -> None:
         if r["cluster"] != "all" and r["rep"] == 0 and r["ta"] == 0.0 and r["case"] == "ms"
     ]
     assert sum(shares) == pytest.approx(1.0)
+
+
+def test_cli_smoke(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from metasched.cli.main import app
+
+    args = ["experiment", "pasquali2010", "--out", str(tmp_path), "--ta", "5", "--case", "none", "--case", "ms"]
+    result = CliRunner().invoke(app, [*args, "--repetitions", "1", "--jobs", "60", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "summary.md").exists()
+    bad = CliRunner().invoke(app, [*args, "--focus-ta", "7", "--jobs", "10"])
+    assert bad.exit_code != 0 and "focus_ta" in bad.output
