@@ -50,6 +50,7 @@ class Cluster:
     power_order: tuple[int, ...] = field(init=False)
     licence_masks: tuple[int, ...] = field(init=False)
     licence_copies: tuple[int, ...] = field(init=False)
+    machine_cpus: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.machines:
@@ -63,6 +64,7 @@ class Cluster:
         object.__setattr__(self, "power_order", order)
         object.__setattr__(self, "licence_masks", tuple(m.licence_mask for m in self.machines))
         object.__setattr__(self, "licence_copies", tuple(lic.copies for lic in self.licences))
+        object.__setattr__(self, "machine_cpus", tuple(m.cpus for m in self.machines))
 
     @property
     def cpus(self) -> int:

@@ -178,7 +178,8 @@ class FlexibleBackfill(MachineScheduler):
         q = qos_of(job)
         jm = q.licence_mask
         lics = _bits(jm)
-        capable = [m for m in cluster.power_order if cluster.machines[m].cpus >= need and mmask[m] & jm == jm]
+        mcpus = cluster.machine_cpus
+        capable = [m for m in cluster.power_order if mcpus[m] >= need and mmask[m] & jm == jm]
         if not capable:
             raise ValueError(
                 f"job {job.job_id} ({need} CPUs, licences {lics}) fits no machine of cluster {cluster.name!r}"

@@ -266,8 +266,18 @@ class QueueColumns:
         if self._mask[i]:
             self.licence_counts -= self._uses[i].astype(np.int64)
         if i < n - 1:
-            for name in self._ARRAYS:
-                arr = getattr(self, name)
+            for arr in (
+                self._id,
+                self._submit,
+                self._estimate,
+                self._benchmark,
+                self._work,
+                self._deadline,
+                self._mask,
+                self._need,
+                self._prio,
+                self._uses,
+            ):
                 arr[i : n - 1] = arr[i + 1 : n]
         self._uses[n - 1] = 0.0
         return job
