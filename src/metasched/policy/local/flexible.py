@@ -65,15 +65,15 @@ class FlexibleBackfill(MachineScheduler):
         n = len(cols)
         if n == 0:
             return plan
-        idx = self.order.order(view, now)
-        need_o = cols.need[idx]
+        prio = self.order.priority(view, now)
+        need_all = cols.need
         jobs = cols.jobs
         cluster = view.cluster
         bench = [m.benchmark for m in cluster.machines]
         mmask = cluster.licence_masks
         free = list(view.free_cpus)
         lic_free = list(view.licence_free)
-        min_cpus = int(need_o.min())
+        min_cpus = int(need_all.min())
         avail = [m for m in cluster.power_order if free[m] >= min_cpus]
         starts = plan.starts
 
@@ -85,12 +85,27 @@ class FlexibleBackfill(MachineScheduler):
             if free[m] < min_cpus:
                 avail.remove(m)
 
+        # Only jobs with at most the largest free CPU count may start in this pass: sort those
+        # (candidates) by (-priority, row); of the others only the first in that order matters,
+        # as it is the head if it comes before every candidate that fits.
+        fits = need_all <= max(free)
+        cand = np.flatnonzero(fits)
+        cand = cand[np.argsort(-prio[cand], kind="stable")]
+        best_other = -1
+        if cand.size < n:
+            best_other = int(np.argmax(np.where(fits, -np.inf, prio)))
+            other_key = (-float(prio[best_other]), best_other)
+        order = cand.tolist()
         # Phase 1: start jobs in queue order until the first that does not fit (the head).
         head: Job | None = None
-        pos = 0
-        while pos < n:
-            job = jobs[int(idx[pos])]
-            pos += 1
+        k = 0
+        while k < len(order):
+            row = order[k]
+            if best_other >= 0 and other_key < (-float(prio[row]), row):
+                head = jobs[best_other]
+                break
+            k += 1
+            job = jobs[row]
             need = job.requested_procs
             q = qos_of(job)
             jm = q.licence_mask
@@ -105,39 +120,41 @@ class FlexibleBackfill(MachineScheduler):
                 head = job
                 break
             start(job, chosen, lics)
+        if head is None and best_other >= 0:
+            head = jobs[best_other]
         if head is None:
             return plan
         res_m, shadow, extra, extra_lic = self._reserve(view, now, head, free, lic_free, starts)
         plan.reservation = (head.job_id, res_m, shadow)
         head_mask = qos_of(head).licence_mask
         # Phase 2: backfill later jobs that fit some machine now and do not delay the head.
-        if not avail or pos >= n:
+        if not avail or k >= len(order):
             return plan
         # Vectorised pre-filter, a superset of the jobs that can start (free CPUs, extra CPUs and
         # free licences only shrink during the pass; the loop below re-checks everything).
-        ridx = idx[pos:]
-        need_r = need_o[pos:]
+        rest = cand[k:]
+        need_r = need_all[rest]
         other = max((free[m] for m in avail if m != res_m), default=0)
         ok = need_r <= other
         if res_m in avail:
             fits_res = need_r <= free[res_m]
             if fits_res.any():
-                short = now + cols.work[ridx] / bench[res_m] <= shadow
+                short = now + cols.work[rest] / bench[res_m] <= shadow
                 ok |= fits_res & (short | (need_r <= extra))
         blocked = 0
         for lic, copies in enumerate(lic_free):
             if copies < 1:
                 blocked |= 1 << lic
         if blocked:
-            ok &= (cols.licence_mask[ridx] & blocked) == 0
+            ok &= (cols.licence_mask[rest] & blocked) == 0
         max_free = max(free[m] for m in avail)
-        for p in (np.flatnonzero(ok) + pos).tolist():
+        for row in rest[ok].tolist():
             if not avail:
                 break
-            need = int(need_o[p])
+            job = jobs[row]
+            need = job.requested_procs
             if need > max_free:
                 continue
-            job = jobs[int(idx[p])]
             q = qos_of(job)
             jm = q.licence_mask
             lics = _bits(jm) if jm else []

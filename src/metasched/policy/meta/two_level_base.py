@@ -360,13 +360,18 @@ class MachinePlan:
 
 
 class ClusterOrder(ABC):
-    """Orders one cluster's queue; first = scheduled first. Ties end with ``(submit_time, job_id)``."""
+    """Orders one cluster's queue by a priority: higher first, ties in arrival order (row order of
+    :class:`QueueColumns`, i.e. ``(submit_time, job_id)``)."""
 
     key: ClassVar[str]
 
     @abstractmethod
+    def priority(self, view: ClusterView, now: float) -> np.ndarray:
+        """One float per row of ``view.queue``; higher is scheduled first."""
+
     def order(self, view: ClusterView, now: float) -> np.ndarray:
-        """Row indices of ``view.queue`` in scheduling order (an int array, a permutation)."""
+        """Row indices of ``view.queue`` in scheduling order (a permutation)."""
+        return np.argsort(-self.priority(view, now), kind="stable")
 
 
 class MachineScheduler(ABC):

@@ -17,6 +17,6 @@ class ArrivalOrder(ClusterOrder):
 
     key: ClassVar[str] = "arrival"
 
-    def order(self, view: ClusterView, now: float) -> np.ndarray:
-        # QueueColumns rows are already in (submit_time, job_id) order.
-        return np.arange(len(view.queue))
+    def priority(self, view: ClusterView, now: float) -> np.ndarray:
+        # Equal priorities: the order is the rows' arrival order.
+        return np.zeros(len(view.queue))

@@ -17,6 +17,5 @@ class MsPriorityOrder(ClusterOrder):
 
     key: ClassVar[str] = "ms-priority"
 
-    def order(self, view: ClusterView, now: float) -> np.ndarray:
-        # Stable sort on rows in (submit_time, job_id) order: FCFS among equal priorities.
-        return np.argsort(-view.queue.priority, kind="stable")
+    def priority(self, view: ClusterView, now: float) -> np.ndarray:
+        return view.queue.priority.astype(float)

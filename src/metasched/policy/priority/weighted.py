@@ -38,10 +38,7 @@ class WeightedHeuristics(ClusterOrder):
             total += h.deltas(queue)
         return total
 
-    def order(self, view: ClusterView, now: float) -> np.ndarray:
-        cols = view.queue
-        if len(cols) == 0:
-            return np.zeros(0, dtype=np.int64)
-        prio = self.priorities(LsQueue.from_view(view, now))
-        # Stable sort on rows in (submit_time, job_id) order: FCFS among equal priorities.
-        return np.argsort(-prio, kind="stable")
+    def priority(self, view: ClusterView, now: float) -> np.ndarray:
+        if len(view.queue) == 0:
+            return np.zeros(0)
+        return self.priorities(LsQueue.from_view(view, now))
