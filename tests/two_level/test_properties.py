@@ -67,7 +67,7 @@ def workloads(draw: st.DrawFn) -> tuple[list[Cluster], list[Job]]:
     return clusters, jobs
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads(), st.sampled_from(sorted(CASES)))
 def test_one_machine_capacity_and_licences(data: tuple[list[Cluster], list[Job]], case: str) -> None:
     clusters, jobs = data
@@ -103,7 +103,7 @@ def test_one_machine_capacity_and_licences(data: tuple[list[Cluster], list[Job]]
     assert np.array_equal(res.start, again.start) and np.array_equal(res.cluster, again.cluster)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads(), st.integers(0, 50), st.booleans())
 def test_backfilling_never_delays_the_head(data: tuple[list[Cluster], list[Job]], now: int, weighted: bool) -> None:
     """Half the jobs run (placed first-fit), the rest queue; after the plan's starts, the head can

@@ -46,6 +46,10 @@ class FlexibleBackfill(MachineScheduler):
     must end by the shadow or fit in the extra CPUs (which shrink), and for a licence the head
     needs they must end by the shadow or use an extra copy (which shrink).
 
+    Only jobs no wider than the largest free CPU count can start in a pass, so only those are
+    sorted; of the others only the first in queue order is looked at (it is the head when it
+    comes before every candidate that fits). The decisions are those of a walk of the full order.
+
     Invariant: starts fit the free CPUs of their machine and the free licence copies; never delays
     the head's reservation (as estimated). Tie-break: queue order, then machine power order.
     """
