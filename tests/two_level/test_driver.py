@@ -132,3 +132,34 @@ def test_cli_smoke(tmp_path: Path) -> None:
     assert (tmp_path / "summary.md").exists()
     bad = CliRunner().invoke(app, [*args, "--focus-ta", "7", "--jobs", "10"])
     assert bad.exit_code != 0 and "focus_ta" in bad.output
+
+
+def test_every_two_level_policy_module_is_registered() -> None:
+    import importlib
+    import inspect
+    import pkgutil
+
+    from metasched.policy.meta.two_level_base import (
+        ClusterOrder,
+        LsHeuristic,
+        MachineScheduler,
+        MsHeuristic,
+        TwoLevelDispatcher,
+    )
+
+    registries = {
+        MsHeuristic: prio_pkg.MS_HEURISTICS,
+        LsHeuristic: prio_pkg.LS_HEURISTICS,
+        ClusterOrder: prio_pkg.CLUSTER_ORDERS,
+        MachineScheduler: local_pkg.MACHINE_REGISTRY,
+        TwoLevelDispatcher: meta_pkg.TWO_LEVEL_REGISTRY,
+    }
+    for pkg in (prio_pkg, local_pkg, meta_pkg):
+        for info in pkgutil.iter_modules(pkg.__path__):
+            module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if cls.__module__ != module.__name__ or inspect.isabstract(cls):
+                    continue
+                for base, registry in registries.items():
+                    if issubclass(cls, base):
+                        assert registry.get(cls.key) is cls, f"{cls.__name__} missing from its registry"
