@@ -1,1 +1,25 @@
-"""Meta-schedulers: which site(s) get a job."""
+"""Meta-schedulers: which site(s) get a job. Add a class here and to its family's registry."""
+
+from metasched.policy.base import build_registry
+from metasched.policy.meta.base import Allocation, MachineSelector
+from metasched.policy.meta.best_fit import BestFit
+from metasched.policy.meta.multisite import MultiSite
+from metasched.policy.meta.two_level import LoadOrdering
+from metasched.policy.meta.two_level_base import TwoLevelDispatcher
+
+#: Machine selectors (seed 001): where a job starts now, on one machine or co-allocated.
+SELECTOR_REGISTRY: dict[str, type[MachineSelector]] = build_registry(BestFit, MultiSite)
+
+#: Meta-scheduler dispatchers of the two-level scheduler (seed 004).
+TWO_LEVEL_REGISTRY: dict[str, type[TwoLevelDispatcher]] = build_registry(LoadOrdering)
+
+__all__ = [
+    "SELECTOR_REGISTRY",
+    "TWO_LEVEL_REGISTRY",
+    "Allocation",
+    "BestFit",
+    "LoadOrdering",
+    "MachineSelector",
+    "MultiSite",
+    "TwoLevelDispatcher",
+]
