@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
+
 from metasched.model.job import Job
+from metasched.model.qos import QOS_KEY, JobQos, UserClass
 from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at
 from metasched.policy.claim.fcfs import first_fit
+from metasched.policy.meta.two_level_base import LsQueue, MsContext
+from metasched.policy.priority.deadline import LsDeadline
+from metasched.policy.priority.licenses import LsLicences
+from metasched.policy.priority.user_class import UserClassPriority
 
 USER_CLASSES = ("regular", "silver", "gold")
 
 
 class PasqualiClaim(ClaimPolicy):
     """Hands over ready jobs by decreasing priority = user class + deadline urgency + licence pressure, first fit.
+
+    The heuristics are the two-level scheduler's own classes (:class:`~metasched.policy.priority.
+    user_class.UserClassPriority`, :class:`~metasched.policy.priority.deadline.LsDeadline`,
+    :class:`~metasched.policy.priority.licenses.LsLicences`), fed the ready jobs at the asking site.
 
     Source: Pasquali, Baraglia, Capannini, Ricci, Laforenza, "A two-level scheduler to dynamically
     schedule a stream of batch jobs in large-scale grids" (seed 004), section 4: the Meta-Scheduler's
@@ -39,33 +49,47 @@ class PasqualiClaim(ClaimPolicy):
     def __init__(
         self,
         *,
-        gold: float = 2.0,
-        silver: float = 1.0,
-        regular: float = 0.0,
+        gold: int = 2,
+        silver: int = 1,
+        regular: int = 0,
         low: float = 0.0,
         high: float = 10.0,
         k: float = 2.0,
         licence_weight: float = 1.0,
     ) -> None:
-        if not gold >= silver >= regular >= 0:
-            raise ValueError(
-                f"user class points must satisfy gold >= silver >= regular >= 0, got {gold, silver, regular}"
-            )
-        if not high >= low or not k > 0 or licence_weight < 0:
-            raise ValueError("deadline needs high >= low and k > 0; licence_weight must be >= 0")
-        self.points = {"gold": gold, "silver": silver, "regular": regular}
-        self.low, self.high, self.k, self.licence_weight = low, high, k, licence_weight
+        # The simulator's own heuristic objects (seed 004): the claim only builds their inputs.
+        self.user = UserClassPriority(gold=gold, silver=silver, regular=regular)
+        self.deadline = LsDeadline(low=low, high=high, k=k)
+        self.licences = LsLicences(weight=licence_weight)
+
+    def queue(self, ready: Sequence[Job], site: str, free: FreeResources, now: float) -> LsQueue:
+        """The ready jobs as the Local Scheduler's heuristics see a cluster queue, at the asking site.
+
+        ``nxt`` is the estimate here; licence copies are those the site can still hand out, and
+        the requests those of the ready jobs (running holders already left the free count).
+        """
+        names = sorted({n for j in ready for n in j.attrs.get("licences") or {}})
+        col = {n: i for i, n in enumerate(names)}
+        uses = np.zeros((len(ready), len(names)))
+        for r, j in enumerate(ready):
+            for n in j.attrs.get("licences") or {}:
+                uses[r, col[n]] = 1.0
+        queued = uses.sum(axis=0).astype(np.int64)
+        deadline = [j.attrs.get("deadline") for j in ready]
+        return LsQueue(
+            now=now,
+            submit=np.array([j.submit_time for j in ready], dtype=float),
+            nxt=np.array([estimate_at(j, site) for j in ready], dtype=float),
+            deadline=np.array([np.nan if d is None else float(d) for d in deadline], dtype=float),
+            uses=uses,
+            licence_total=np.array([max(0, free.licences.get(n, 0)) for n in names], dtype=np.int64),
+            licence_requests=queued,
+            licence_queued=queued,
+        )
 
     def deadline_urgency(self, job: Job, site: str, now: float) -> float:
-        deadline = job.attrs.get("deadline")
-        est = estimate_at(job, site)
-        if deadline is None or est <= 0:
-            return self.low
-        ext, window = now + est, self.k * est
-        t = float(deadline) - window
-        if ext <= t or ext > float(deadline):
-            return self.low
-        return self.low + (self.high - self.low) * (ext - t) / window
+        """The Deadline heuristic's value for one job at ``site``."""
+        return float(self.deadline.deltas(self.queue([job], site, FreeResources(job.requested_procs), now))[0])
 
     def select(
         self,
@@ -76,22 +100,18 @@ class PasqualiClaim(ClaimPolicy):
         limit: int = 1,
         world: ClaimWorld | None = None,
     ) -> list[int]:
-        demand: Counter[str] = Counter()
-        for j in ready:
-            for name in j.attrs.get("licences") or {}:
-                demand[name] += 1
-        rho = {
-            name: n / free.licences[name] if free.licences.get(name, 0) > 0 else float(n) for name, n in demand.items()
-        }
-        critical = {name for name, r in rho.items() if r > 1 or free.licences.get(name, 0) <= 0}
-        d = max(len(set(rho) - critical), 1)
-
-        def priority(j: Job) -> float:
+        if not ready:
+            return []
+        q = self.queue(ready, site, free, now)
+        ls = self.deadline.deltas(q) + self.licences.deltas(q)
+        ctx = MsContext(mean_margin=None, n_licence_types=q.uses.shape[1])
+        prio = {}
+        for r, j in enumerate(ready):
             cls = str(j.attrs.get("user_class", "regular")).lower()
-            if cls not in self.points:
+            if cls not in USER_CLASSES:
                 raise ValueError(f"job {j.job_id}: unknown user class {cls!r} (known: {', '.join(USER_CLASSES)})")
-            lic = sum(rho[n] * (d if n in critical else 1) for n in j.attrs.get("licences") or {})
-            return self.points[cls] + self.deadline_urgency(j, site, now) + self.licence_weight * lic
-
-        keyed = sorted(ready, key=lambda j: (-priority(j), j.submit_time, j.job_id))
+            # UserClassPriority reads the class from the job's JobQos, as in the simulator.
+            qos = JobQos(j.attrs.get("deadline"), 0, UserClass[cls.upper()], 1.0)
+            prio[j.job_id] = self.user.delta(j.copy(attrs={**j.attrs, QOS_KEY: qos}), ctx) + float(ls[r])
+        keyed = sorted(ready, key=lambda j: (-prio[j.job_id], j.submit_time, j.job_id))
         return first_fit(keyed, free, limit)
