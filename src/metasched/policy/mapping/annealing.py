@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from metasched.model.etc import FloatArray, finish_times
-from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator
+from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator, outcome
 
 
 class SimulatedAnnealing(SearchMapper):
@@ -88,4 +88,4 @@ class SimulatedAnnealing(SearchMapper):
                 temperature *= self.cooling
             if self.deadline_reached(t0):
                 break
-        return SearchOutcome(best_a, best, it, initial)
+        return outcome(etc, ready, best_a, it, initial)

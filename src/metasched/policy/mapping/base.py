@@ -55,6 +55,11 @@ class SearchOutcome:
     initial_makespan: float
 
 
+def outcome(etc: FloatArray, ready: FloatArray, assignment: IntArray, iterations: int, initial: float) -> SearchOutcome:
+    """A :class:`SearchOutcome` whose makespan is recomputed from scratch (no drift of incremental sums)."""
+    return SearchOutcome(assignment, float(finish_times(etc, ready, assignment).max()), iterations, initial)
+
+
 def as_generator(seed: int | np.random.Generator) -> np.random.Generator:
     """A Generator: a fresh one from an int seed (so each call repeats), or the caller's own."""
     if isinstance(seed, np.random.Generator):

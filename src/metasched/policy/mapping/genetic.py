@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from metasched.model.etc import FloatArray, IntArray
-from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator
+from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator, outcome
 
 
 def population_makespans(etc: FloatArray, ready: FloatArray, population: IntArray) -> FloatArray:
@@ -112,4 +112,4 @@ class GeneticAlgorithm(SearchMapper):
                 elite, elite_fit, since = pop[i].copy(), float(fit[i]), 0
             else:
                 since += 1
-        return SearchOutcome(elite, elite_fit, it, initial)
+        return outcome(etc, ready, elite, it, initial)

@@ -7,7 +7,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from metasched.model.etc import FloatArray, IntArray, finish_times
-from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator
+from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator, outcome
 
 
 class CriticalNeighbourhood(NamedTuple):
@@ -165,4 +165,4 @@ class IteratedLocalSearch(SearchMapper):
                 if since >= self.restart_every:
                     a, cur, since = best_a.copy(), best, 0
                     loads = finish_times(etc, ready, a)
-        return SearchOutcome(best_a, best, it, initial)
+        return outcome(etc, ready, best_a, it, initial)

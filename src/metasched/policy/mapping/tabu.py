@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from metasched.model.etc import FloatArray, finish_times
-from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator
+from metasched.policy.mapping.base import Clock, Mapper, SearchMapper, SearchOutcome, as_generator, outcome
 from metasched.policy.mapping.local_search import apply_move, apply_swap, critical_neighbourhood
 
 
@@ -87,4 +87,4 @@ class TabuSearch(SearchMapper):
             val = float(loads.max())
             if val < best:
                 best, best_a = val, a.copy()
-        return SearchOutcome(best_a, best, it, initial)
+        return outcome(etc, ready, best_a, it, initial)
