@@ -247,3 +247,25 @@ def smartnet_academic(
     t = task_min + rng.exponential(task_mean - task_min, size=(n_tasks, 1))
     s = speed_min + rng.exponential(speed_mean - speed_min, size=(1, n_machines))
     return EtcInstance(t / s, name="smartnet-academic")
+
+
+def actual_times(rng: np.random.Generator, etc: FloatArray, sigma: float) -> FloatArray:
+    """Actual run times around the estimates (seed 002 section 3.4).
+
+    Each finite entry is drawn from Normal(estimate, sigma x estimate) truncated to positive values
+    (a non-positive draw is redrawn); ``inf`` stays ``inf``; ``sigma = 0`` returns the estimates.
+    """
+    if sigma < 0:
+        raise ValueError("sigma must be non-negative")
+    out = np.array(etc, dtype=np.float64, copy=True)
+    finite = np.isfinite(out) & (out > 0)
+    if sigma == 0 or not finite.any():
+        return out
+    mean = out[finite]
+    draw = rng.normal(mean, sigma * mean)
+    bad = draw <= 0
+    while bad.any():
+        draw[bad] = rng.normal(mean[bad], sigma * mean[bad])
+        bad = draw <= 0
+    out[finite] = draw
+    return out
