@@ -25,6 +25,7 @@ reads :meth:`RuntimeEstimator.etc_matrix` before mapping.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -166,10 +167,8 @@ class RuntimeEstimator:
         out = np.full((len(tasks), len(machines)), np.inf)
         for i, (kind, params) in enumerate(tasks):
             for j, mach in enumerate(machines):
-                try:
+                with contextlib.suppress(KeyError):
                     out[i, j] = self.estimate(kind, mach, params)
-                except KeyError:
-                    pass
         return out
 
 
@@ -197,7 +196,7 @@ def holdout_error(
     if not 0 < test_fraction < 1:
         raise ValueError("test_fraction must be in (0, 1)")
     idx = rng.permutation(len(runs))
-    n_test = max(1, int(round(test_fraction * len(runs))))
+    n_test = max(1, round(test_fraction * len(runs)))
     test, train = idx[:n_test], idx[n_test:]
     est = make()
     est.observe_all([runs[i] for i in train])
