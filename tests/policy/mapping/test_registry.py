@@ -7,8 +7,8 @@ import inspect
 import pkgutil
 
 import metasched.policy.mapping as mapping_pkg
-from metasched.policy.mapping import REGISTRY
-from metasched.policy.mapping.base import Mapper, SearchMapper
+from metasched.policy.mapping import DAG_REGISTRY, REGISTRY
+from metasched.policy.mapping.base import DagScheduler, Mapper, SearchMapper
 
 
 def test_every_mapper_class_is_registered() -> None:
@@ -19,6 +19,8 @@ def test_every_mapper_class_is_registered() -> None:
             if issubclass(cls, Mapper) and cls.__module__ == module.__name__ and not inspect.isabstract(cls):
                 found.append(cls)
                 assert cls in REGISTRY.values(), f"{cls.__name__} ({module.__name__}) is missing from REGISTRY"
+            if issubclass(cls, DagScheduler) and cls.__module__ == module.__name__ and not inspect.isabstract(cls):
+                assert cls in DAG_REGISTRY.values(), f"{cls.__name__} is missing from DAG_REGISTRY"
     assert len(found) == len(REGISTRY)
     for key, cls in REGISTRY.items():
         assert cls.key == key

@@ -2,8 +2,10 @@
 
 from metasched.policy.base import build_registry
 from metasched.policy.mapping.annealing import SimulatedAnnealing
-from metasched.policy.mapping.base import Mapper, SearchMapper, SearchOutcome
+from metasched.policy.mapping.base import DagScheduler, Mapper, SearchMapper, SearchOutcome
+from metasched.policy.mapping.clustering import Clustering
 from metasched.policy.mapping.duplex import Duplex
+from metasched.policy.mapping.generational import Generational
 from metasched.policy.mapping.genetic import GeneticAlgorithm
 from metasched.policy.mapping.local_search import IteratedLocalSearch
 from metasched.policy.mapping.lp_rounding import LpRounding
@@ -30,13 +32,20 @@ REGISTRY: dict[str, type[Mapper]] = build_registry(
     LpRounding,
 )
 
+#: Schedulers of dependent tasks (DAG jobs).
+DAG_REGISTRY: dict[str, type[DagScheduler]] = build_registry(Generational, Clustering)
+
 #: The mappers that are searches (take a time budget, a clock, a seed and an iteration cap).
 SEARCH_KEYS = tuple(key for key, cls in REGISTRY.items() if issubclass(cls, SearchMapper))
 
 __all__ = [
+    "DAG_REGISTRY",
     "REGISTRY",
     "SEARCH_KEYS",
+    "Clustering",
+    "DagScheduler",
     "Duplex",
+    "Generational",
     "GeneticAlgorithm",
     "IteratedLocalSearch",
     "LpRounding",

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from metasched.model.dag import DagJob, DagSchedule, Platform
 from metasched.model.etc import FloatArray, IntArray, check_etc, finish_times
 
 Clock = Callable[[], float]
@@ -197,3 +198,23 @@ def min_min_by_columns(etc: FloatArray, ready: FloatArray) -> IntArray:
 def loads_of(etc: FloatArray, ready: FloatArray, assignment: IntArray) -> FloatArray:
     """Machine finish times (re-exported for the search heuristics)."""
     return finish_times(etc, ready, assignment)
+
+
+class DagScheduler(ABC):
+    """Schedules one job's dependent tasks (a :class:`~metasched.model.dag.DagJob`) on a platform.
+
+    ``schedule`` returns where and when every task runs, computed by a deterministic execution
+    simulation on the estimated times (seed 002 section 2.3: SmartNet's algorithms "perform a
+    deterministic simulation of each task assuming the task execution times are equal to their
+    estimated average values"). ``actual`` (same shape as ``job.etc``), when given, is the time
+    the tasks really take: rescheduling decisions then react to actual completions while mapping
+    still uses the estimates.
+    """
+
+    key: ClassVar[str]
+
+    @abstractmethod
+    def schedule(
+        self, job: DagJob, platform: Platform, ready: FloatArray | None = None, actual: FloatArray | None = None
+    ) -> DagSchedule:
+        """Machine, start and finish of every task."""
