@@ -14,13 +14,17 @@ class CriticalNeighbourhood(NamedTuple):
     """Every move and swap out of the critical machine ``c``, scored by the pair's new maximum.
 
     ``move[p, k]``: task ``tasks[p]`` to machine ``k`` (``inf`` for ``k == c``);
-    ``swap[p, u]``: task ``tasks[p]`` exchanged with task ``u`` (``inf`` for ``u`` on ``c``).
+    ``swap[p, u]``: task ``tasks[p]`` exchanged with task ``u`` (``inf`` for ``u`` on ``c``);
+    ``eject[p, u]``: task ``tasks[p]`` to ``u``'s machine ``k`` and ``u`` ejected to its best machine
+    ``dest[u]`` (neither ``c`` nor ``k``), scored by the max of the three machines' new finish times.
     """
 
     c: int
     tasks: IntArray
     move: FloatArray
     swap: FloatArray
+    eject: FloatArray
+    dest: IntArray
 
 
 def critical_neighbourhood(etc: FloatArray, assignment: IntArray, loads: FloatArray) -> CriticalNeighbourhood:
@@ -35,7 +39,15 @@ def critical_neighbourhood(etc: FloatArray, assignment: IntArray, loads: FloatAr
     own = loads[assignment] - etc[np.arange(n), assignment]
     swap = np.maximum(left[:, None] + etc[:, c][None, :], own[None, :] + et[:, assignment])
     swap[:, tasks] = np.inf
-    return CriticalNeighbourhood(c, tasks, move, swap)
+    # Ejection chains: u leaves k = a[u] for its best machine other than c and k.
+    after = loads[None, :] + etc
+    after[:, c] = np.inf
+    after[np.arange(n), assignment] = np.inf
+    dest = after.argmin(axis=1)
+    dest_val = after[np.arange(n), dest]
+    eject = np.maximum(np.maximum(left[:, None], own[None, :] + et[:, assignment]), dest_val[None, :])
+    eject[:, tasks] = np.inf
+    return CriticalNeighbourhood(c, tasks, move, swap, eject, dest)
 
 
 def apply_move(etc: FloatArray, assignment: IntArray, loads: FloatArray, t: int, k: int) -> None:
@@ -54,16 +66,21 @@ def apply_swap(etc: FloatArray, assignment: IntArray, loads: FloatArray, t: int,
     assignment[t], assignment[u] = k, c
 
 
-def critical_descent(etc: FloatArray, assignment: IntArray, loads: FloatArray, *, max_steps: int = 1_000_000) -> int:
+def critical_descent(
+    etc: FloatArray, assignment: IntArray, loads: FloatArray, *, max_steps: int = 1_000_000, chains: bool = True
+) -> int:
     """Steepest descent on the critical machine, in place; returns the number of steps taken.
 
     A step looks at the machine ``c`` with the latest finish time and every *move* (a task of
-    ``c`` to another machine ``k``) and every *swap* (a task of ``c`` with a task of another
-    machine ``k``), and applies the one minimising ``max(new finish of c, new finish of k)`` if
-    that is below the old finish of ``c``. Invariant: the makespan never increases, and it strictly
-    decreases whenever ``c`` was the only machine at the makespan; every applied step strictly
-    lowers ``c``'s finish, so the descent terminates. Tie-break: moves before swaps, then the
-    lowest task index, then the lowest machine / partner index.
+    ``c`` to another machine ``k``), every *swap* (a task of ``c`` with a task of another
+    machine ``k``) and, with ``chains``, every *ejection* (a task of ``c`` to ``k`` while a task of
+    ``k`` leaves for a third machine), and applies the one minimising the largest new finish time of
+    the machines involved if that is below the old finish of ``c``.
+
+    Invariant: the makespan never increases, and it strictly decreases whenever ``c`` was the only
+    machine at the makespan; every applied step strictly lowers ``c``'s finish, so the descent
+    terminates. Tie-break: moves, then swaps, then ejections on equal scores; then the lowest task
+    index, then the lowest machine / partner index.
     """
     m = etc.shape[1]
     n = etc.shape[0]
@@ -77,12 +94,19 @@ def critical_descent(etc: FloatArray, assignment: IntArray, loads: FloatArray, *
         mv = hood.move.flat[mi]
         si = int(hood.swap.argmin())
         sv = hood.swap.flat[si]
-        if mv <= sv and mv < lc:
+        ei = int(hood.eject.argmin()) if chains else 0
+        ev = hood.eject.flat[ei] if chains else np.inf
+        if mv <= sv and mv <= ev and mv < lc:
             p, k = divmod(mi, m)
             apply_move(etc, assignment, loads, int(hood.tasks[p]), k)
-        elif sv < lc:
+        elif sv <= ev and sv < lc:
             p, u = divmod(si, n)
             apply_swap(etc, assignment, loads, int(hood.tasks[p]), u)
+        elif ev < lc:
+            p, u = divmod(ei, n)
+            k = int(assignment[u])
+            apply_move(etc, assignment, loads, u, int(hood.dest[u]))
+            apply_move(etc, assignment, loads, int(hood.tasks[p]), k)
         else:
             break
         steps += 1
