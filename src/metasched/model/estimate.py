@@ -58,7 +58,8 @@ class RuntimeEstimator:
 
     Invariant: with a formula and runs whose times are exactly ``alpha * formula``, the estimate is
     exactly ``alpha * formula`` (up to rounding) for any parameters.
-    ``ridge``: penalty on the power-law correction exponents (0 = plain least squares).
+    ``ridge``: penalty on the power-law correction exponents of a formula (0 = plain least squares);
+    without a formula the exponents are fitted freely.
     """
 
     ridge: float = 1.0
@@ -108,7 +109,10 @@ class RuntimeEstimator:
             # Centre the logs so the ridge shrinks exponents, not the level.
             mean_x = x.mean(axis=0)
             xc = x - mean_x
-            a = xc.T @ xc + self.ridge * np.eye(len(keys))
+            # The ridge pulls a formula's correction towards "the formula is right"; without a
+            # formula the exponents are the model itself and are left free.
+            penalty = self.ridge if key in self.formulas else 1e-9
+            a = xc.T @ xc + penalty * np.eye(len(keys))
             c = np.linalg.solve(a, xc.T @ (y - y.mean()))
             c0 = y.mean() - float(mean_x @ c)
             coef = np.concatenate([[c0], c])
