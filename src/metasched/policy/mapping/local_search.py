@@ -136,7 +136,7 @@ class IteratedLocalSearch(SearchMapper):
         time_budget_s: float = 1.0,
         clock: Clock | None = None,
         seed: int | np.random.Generator = 0,
-        max_iterations: int = 10_000,
+        max_iterations: int = 1_000,
         start: Mapper | None = None,
         kick: int = 4,
         accept_worse: float = 0.002,
