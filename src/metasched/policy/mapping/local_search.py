@@ -27,10 +27,12 @@ class CriticalNeighbourhood(NamedTuple):
     dest: IntArray
 
 
-def critical_neighbourhood(etc: FloatArray, assignment: IntArray, loads: FloatArray) -> CriticalNeighbourhood:
-    """Score the moves and swaps out of the machine with the latest finish (ties: lowest index)."""
+def critical_neighbourhood(
+    etc: FloatArray, assignment: IntArray, loads: FloatArray, machine: int | None = None
+) -> CriticalNeighbourhood:
+    """Score the moves, swaps and ejections out of ``machine`` (default: the latest finish, lowest index)."""
     n = etc.shape[0]
-    c = int(loads.argmax())
+    c = int(loads.argmax()) if machine is None else machine
     tasks = np.flatnonzero(assignment == c)
     et = etc[tasks]
     left = loads[c] - et[:, c]
@@ -67,7 +69,13 @@ def apply_swap(etc: FloatArray, assignment: IntArray, loads: FloatArray, t: int,
 
 
 def critical_descent(
-    etc: FloatArray, assignment: IntArray, loads: FloatArray, *, max_steps: int = 1_000_000, chains: bool = True
+    etc: FloatArray,
+    assignment: IntArray,
+    loads: FloatArray,
+    *,
+    max_steps: int = 1_000_000,
+    chains: bool = True,
+    depth: int = 1,
 ) -> int:
     """Steepest descent on the critical machine, in place; returns the number of steps taken.
 
@@ -75,7 +83,10 @@ def critical_descent(
     ``c`` to another machine ``k``), every *swap* (a task of ``c`` with a task of another
     machine ``k``) and, with ``chains``, every *ejection* (a task of ``c`` to ``k`` while a task of
     ``k`` leaves for a third machine), and applies the one minimising the largest new finish time of
-    the machines involved if that is below the old finish of ``c``.
+    the machines involved if that is below the old finish of ``c``. With ``depth > 1``, when the
+    critical machine cannot be improved the next most loaded machines (up to ``depth`` in all) are
+    tried the same way: a lexicographic descent on the sorted finish times, which makes room below
+    the makespan.
 
     Invariant: the makespan never increases, and it strictly decreases whenever ``c`` was the only
     machine at the makespan; every applied step strictly lowers ``c``'s finish, so the descent
@@ -86,28 +97,35 @@ def critical_descent(
     n = etc.shape[0]
     steps = 0
     while steps < max_steps:
-        hood = critical_neighbourhood(etc, assignment, loads)
-        if hood.tasks.size == 0:
-            break
-        lc = loads[hood.c]
-        mi = int(hood.move.argmin())
-        mv = hood.move.flat[mi]
-        si = int(hood.swap.argmin())
-        sv = hood.swap.flat[si]
-        ei = int(hood.eject.argmin()) if chains else 0
-        ev = hood.eject.flat[ei] if chains else np.inf
-        if mv <= sv and mv <= ev and mv < lc:
-            p, k = divmod(mi, m)
-            apply_move(etc, assignment, loads, int(hood.tasks[p]), k)
-        elif sv <= ev and sv < lc:
-            p, u = divmod(si, n)
-            apply_swap(etc, assignment, loads, int(hood.tasks[p]), u)
-        elif ev < lc:
-            p, u = divmod(ei, n)
-            k = int(assignment[u])
-            apply_move(etc, assignment, loads, u, int(hood.dest[u]))
-            apply_move(etc, assignment, loads, int(hood.tasks[p]), k)
-        else:
+        improved = False
+        for c in np.argsort(-loads, kind="stable")[:depth]:
+            hood = critical_neighbourhood(etc, assignment, loads, int(c))
+            if hood.tasks.size == 0:
+                continue
+            lc = loads[hood.c]
+            mi = int(hood.move.argmin())
+            mv = hood.move.flat[mi]
+            si = int(hood.swap.argmin())
+            sv = hood.swap.flat[si]
+            ei = int(hood.eject.argmin()) if chains else 0
+            ev = hood.eject.flat[ei] if chains else np.inf
+            improved = True
+            if mv <= sv and mv <= ev and mv < lc:
+                p, k = divmod(mi, m)
+                apply_move(etc, assignment, loads, int(hood.tasks[p]), k)
+            elif sv <= ev and sv < lc:
+                p, u = divmod(si, n)
+                apply_swap(etc, assignment, loads, int(hood.tasks[p]), u)
+            elif ev < lc:
+                p, u = divmod(ei, n)
+                k = int(assignment[u])
+                apply_move(etc, assignment, loads, u, int(hood.dest[u]))
+                apply_move(etc, assignment, loads, int(hood.tasks[p]), k)
+            else:
+                improved = False
+            if improved:
+                break
+        if not improved:
             break
         steps += 1
     return steps
