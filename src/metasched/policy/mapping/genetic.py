@@ -21,10 +21,16 @@ def population_makespans(etc: FloatArray, ready: FloatArray, population: IntArra
 
 
 def random_feasible(rng: np.random.Generator, etc: FloatArray, count: int) -> IntArray:
-    """``count`` uniformly random assignments, each task on a machine where it can run."""
-    scores = rng.random((count, *etc.shape))
-    scores[:, ~np.isfinite(etc)] = -1.0
-    return scores.argmax(axis=2).astype(np.intp)
+    """``count`` uniformly random assignments, each task on a machine where it can run.
+
+    Memory is ``count x n`` (not ``count x n x m``): task ``i`` takes the ``r``-th of its feasible
+    machines, ``r`` uniform.
+    """
+    finite = np.isfinite(etc)
+    feasible_first = np.argsort(~finite, axis=1, kind="stable")
+    k = finite.sum(axis=1)
+    r = (rng.random((count, etc.shape[0])) * k[None, :]).astype(np.intp)
+    return feasible_first[np.arange(etc.shape[0])[None, :], r]
 
 
 class GeneticAlgorithm(SearchMapper):
