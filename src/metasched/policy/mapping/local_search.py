@@ -89,9 +89,10 @@ def critical_descent(
     the makespan.
 
     Invariant: the makespan never increases, and it strictly decreases whenever ``c`` was the only
-    machine at the makespan; every applied step strictly lowers ``c``'s finish, so the descent
-    terminates. Tie-break: moves, then swaps, then ejections on equal scores; then the lowest task
-    index, then the lowest machine / partner index.
+    machine at the makespan; every applied step lowers ``c``'s finish by more than a relative 1e-9
+    (so rounding cannot make it cycle) and the descent terminates.
+    Tie-break: moves, then swaps, then ejections on equal scores; then the lowest task index, then
+    the lowest machine / partner index.
     """
     m = etc.shape[1]
     n = etc.shape[0]
@@ -102,7 +103,10 @@ def critical_descent(
             hood = critical_neighbourhood(etc, assignment, loads, int(c))
             if hood.tasks.size == 0:
                 continue
-            lc = loads[hood.c]
+            # A step must win by more than rounding: the scores and the incremental load updates
+            # round differently, and ulp-sized "improvements" can cycle (seen on SmartNet problems,
+            # whose many equal ETC entries make exact ties common).
+            lc = loads[hood.c] * (1.0 - 1e-9)
             mi = int(hood.move.argmin())
             mv = hood.move.flat[mi]
             si = int(hood.swap.argmin())
