@@ -80,3 +80,15 @@ def test_bad_tunables_are_refused() -> None:
         REGISTRY["sa"](cooling=0.0)  # type: ignore[call-arg]
     with pytest.raises(ValueError):
         SearchMapper.__init__(REGISTRY["ils"](), max_iterations=-1)  # type: ignore[arg-type]
+
+
+def test_descent_terminates_quickly_on_matrices_full_of_ties() -> None:
+    # SmartNet production problems repeat 8 job kinds on copies of 10 machines: exact ties everywhere.
+    # Before the relative-gain rule, rounding let one descent run for millions of ulp-sized "improvements".
+    rng = np.random.default_rng(0)
+    table = rng.choice([0.2, 0.25, 0.4, 1.03, 4.53, 6.0, 20.3, 130.0], size=(8, 10))
+    for _ in range(5):
+        etc = table[np.ix_(rng.integers(8, size=100), rng.integers(10, size=20))]
+        a = rng.integers(20, size=100)
+        loads = np.bincount(a, weights=etc[np.arange(100), a], minlength=20)
+        assert critical_descent(etc, a, loads, max_steps=100_000) < 5_000
