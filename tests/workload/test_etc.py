@@ -15,6 +15,7 @@ from metasched.workload.etc import (
     NasTable,
     braun_like,
     cvb,
+    cvb_like,
     range_based,
     read_braun,
     smartnet_academic,
@@ -118,3 +119,13 @@ def test_nas_table_errors(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text("# c\nfoo,1\nEP,1.0\n")
     with pytest.raises(ValueError, match="header"):
         NasTable.read(tmp_path / "t.csv")
+
+
+@pytest.mark.parametrize("kind", ["c_hihi", "i_lohi", "s_hilo", "i_lolo"])
+def test_cvb_cases(kind: str) -> None:
+    inst = cvb_like(np.random.default_rng(6), kind, 300, 8)
+    assert inst.etc.shape == (300, 8) and (inst.etc >= 0).all()
+    row_cov = np.median(inst.etc.std(axis=1, ddof=1) / inst.etc.mean(axis=1))
+    assert (row_cov > 0.3) == (kind.endswith("hi"))
+    with pytest.raises(ValueError):
+        cvb_like(np.random.default_rng(0), "x_hihi_1")

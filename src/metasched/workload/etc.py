@@ -136,6 +136,36 @@ def cvb(
     return EtcInstance(etc, name=name or f"cvb-{consistency_kind(consistency)}")
 
 
+#: COV used for "hi" / "lo" heterogeneity by :func:`cvb_like` (Ali et al. illustrate 0.1 .. 1; not a standard).
+CVB_HETEROGENEITY = {"hi": 0.6, "lo": 0.1}
+
+
+def cvb_like(
+    rng: np.random.Generator, kind: str, n_tasks: int = 512, n_machines: int = 16, *, mean_task: float = 1000.0
+) -> EtcInstance:
+    """A CVB matrix named like the Braun cases, e.g. ``kind="c_lohi"`` (consistency, task, machine).
+
+    Low task with high machine heterogeneity uses the machine-first variant, as Ali et al. advise.
+    """
+    parts = kind.split("_")
+    if len(parts) != 2 or len(parts[1]) != 4:
+        raise ValueError(f"CVB case must look like c_hilo, got {kind!r}")
+    task_h, mach_h = parts[1][:2], parts[1][2:]
+    if task_h not in CVB_HETEROGENEITY or mach_h not in CVB_HETEROGENEITY:
+        raise ValueError(f"heterogeneity must be hi or lo in {kind!r}")
+    return cvb(
+        rng,
+        n_tasks,
+        n_machines,
+        mean_task=mean_task,
+        task_cov=CVB_HETEROGENEITY[task_h],
+        machine_cov=CVB_HETEROGENEITY[mach_h],
+        consistency=parts[0],
+        machine_first=task_h == "lo" and mach_h == "hi",
+        name=f"cvb_{kind}",
+    )
+
+
 def read_braun(path: str | Path, n_tasks: int = 512, n_machines: int = 16) -> EtcInstance:
     """Load a Braun et al. instance: one number per line, task-major (16 values per task).
 
