@@ -144,7 +144,8 @@ class IteratedLocalSearch(SearchMapper):
     (a random machine is often hundreds of times slower on the Braun instances: wasted kicks), descends with
     :func:`critical_descent`, and accepts the result if its makespan is at most
     ``(1 + accept_worse)`` times the current one (so it can drift along plateaus), restarting
-    from the best every ``restart_every`` iterations without improvement.
+    from the best every ``restart_every`` iterations without improvement with the kick doubled
+    (up to a tenth of the tasks; back to ``kick`` after an improvement).
 
     Invariant: the returned makespan is the best seen, never above the start's.
     Tie-break: see :func:`critical_descent`; equal makespans keep the earlier best.
@@ -191,10 +192,11 @@ class IteratedLocalSearch(SearchMapper):
         cur = best
         since = 0
         it = 0
+        kick = self.kick
         while it < self.max_iterations and not self.deadline_reached(t0):
             it += 1
             trial, tl = a.copy(), loads.copy()
-            for t in rng.choice(n, size=min(self.kick, n), replace=False):
+            for t in rng.choice(n, size=min(kick, n), replace=False):
                 k = int(fastest[t, rng.integers(n_fast[t])])
                 old = trial[t]
                 tl[old] -= etc[t, old]
@@ -205,10 +207,12 @@ class IteratedLocalSearch(SearchMapper):
             if val <= cur * (1.0 + self.accept_worse):
                 a, loads, cur = trial, tl, val
             if val < best:
-                best_a, best, since = trial.copy(), val, 0
+                best_a, best, since, kick = trial.copy(), val, 0, self.kick
             else:
                 since += 1
                 if since >= self.restart_every:
+                    # Stuck: restart from the best with stronger kicks (up to a tenth of the tasks).
                     a, cur, since = best_a.copy(), best, 0
                     loads = finish_times(etc, ready, a)
+                    kick = min(2 * kick, max(self.kick, n // 10))
         return outcome(etc, ready, best_a, it, initial)
