@@ -360,7 +360,7 @@ def _braun_job(args: tuple[Path, str, float, int]) -> list[dict[str, Any]]:
     return [{"instance": inst.name, "mapper": key, "makespan": makespan(inst.etc, inst.ready, a), "seconds": dt}]
 
 
-def braun_best(etc_dir: Path, *, budget_s: float, seed: int = 0) -> Mapper:
+def braun_best(*, budget_s: float, seed: int = 0) -> Mapper:
     """The best search configuration: ILS from the LP rounding (see BENCHMARKS.md)."""
     from metasched.policy.mapping import IteratedLocalSearch, LpRounding
 
@@ -373,7 +373,7 @@ def _braun_best_job(args: tuple[Path, float, int]) -> list[dict[str, Any]]:
     path, budget_s, seed = args
     inst = read_braun(path)
     t0 = time.perf_counter()
-    a = braun_best(path.parent, budget_s=budget_s, seed=seed).map(inst.etc, inst.ready)
+    a = braun_best(budget_s=budget_s, seed=seed).map(inst.etc, inst.ready)
     dt = time.perf_counter() - t0
     return [{"instance": inst.name, "mapper": "ils+lp", "makespan": makespan(inst.etc, inst.ready, a), "seconds": dt}]
 

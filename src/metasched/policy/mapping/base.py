@@ -195,11 +195,6 @@ def min_min_by_columns(etc: FloatArray, ready: FloatArray) -> IntArray:
     return np.array(assignment, dtype=np.intp)
 
 
-def loads_of(etc: FloatArray, ready: FloatArray, assignment: IntArray) -> FloatArray:
-    """Machine finish times (re-exported for the search heuristics)."""
-    return finish_times(etc, ready, assignment)
-
-
 class DagScheduler(ABC):
     """Schedules one job's dependent tasks (a :class:`~metasched.model.dag.DagJob`) on a platform.
 
