@@ -155,3 +155,9 @@ def test_pasquali_priorities() -> None:
 
     with pytest.raises(ValueError, match="unknown user class"):
         p.select([bad], "A", ONE, 0.0)
+
+
+def test_min_min_alone_with_a_job_too_wide() -> None:
+    ready = [job(1, {"A": 1}, procs=4), job(2, {"A": 5})]
+    assert MinMinClaim().select(ready, "A", FreeResources(2), 0.0, 2) == [2]
+    assert MinMinClaim().select(ready[:1], "A", FreeResources(2), 0.0, 2) == []
