@@ -4,21 +4,23 @@ A job's *kind* is its name without a trailing number (``sim-17`` -> ``sim``, ``r
 ``render``), or, for an unnamed job, the program of its command (``./bin/sim --n 3`` -> ``sim``):
 jobs of one kind are assumed to take about the same time at one site.
 
-The model is the rote learning of SmartNet (seed 002, section 2.2) as the mapping issue's run-time
-estimator states it without a formula: per (kind, site) the geometric mean of the measured run
-times (run times are positive, their errors multiplicative); a (kind, site) without runs borrows
-the kind's estimate at another site times the two sites' median speed ratio over the kinds both
-have run. ``error`` is the leave-one-out mean relative error |estimate - actual| / actual.
+The model is the rote learning of SmartNet (seed 002, section 2.2), learned by the mapping
+issue's run-time estimator (:mod:`metasched.model.estimate`) without a formula: per (kind, site)
+the geometric mean of the measured run times (run times are positive, their errors
+multiplicative); a (kind, site) without runs borrows the kind's estimate at another site times the
+two sites' median speed ratio over the runs of kinds both have run. ``error`` is the
+leave-one-out mean relative error |estimate - actual| / actual.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+
+from metasched.model.estimate import Run, RuntimeEstimator
 
 _TRAILING_NUMBER = re.compile(r"[-_.]?\d+$")
 
@@ -45,43 +47,35 @@ class KindSite:
 
 
 class Estimates:
-    """Learned run times per (kind, site), from ``(kind, site, run_s)`` observations."""
+    """Learned run times per (kind, site), from ``(kind, site, run_s)`` observations.
+
+    The learning is the mapping issue's :class:`~metasched.model.estimate.RuntimeEstimator` (no
+    formula, no parameters: the geometric mean, with cross-site borrowing); this class adds the
+    metaqueue's vocabulary (kind, site), a cache, and the leave-one-out error of :meth:`table`.
+    """
 
     def __init__(self, runs: Iterable[tuple[str, str, float]] = ()) -> None:
+        self.learner = RuntimeEstimator()
         self.logs: dict[tuple[str, str], list[float]] = {}
         for kind, site, run_s in runs:
             if run_s > 0 and math.isfinite(run_s):
+                self.learner.observe(Run(kind, site, {}, float(run_s)))
                 self.logs.setdefault((kind, site), []).append(math.log(run_s))
-        self._mean = {k: sum(v) / len(v) for k, v in self.logs.items()}
         self.sites = sorted({s for _, s in self.logs})
         self._cache: dict[tuple[str, str], float | None] = {}
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.logs.values())
 
-    def _ratio(self, a: str, b: str) -> float | None:
-        """Median over kinds run at both sites of (time at ``a``) / (time at ``b``)."""
-        logs = [self._mean[(k, a)] - self._mean[(k, s)] for (k, s) in self._mean if s == b and (k, a) in self._mean]
-        return math.exp(statistics.median(logs)) if logs else None
-
     def estimate(self, kind: str, site: str) -> float | None:
         """Expected run time (s) of ``kind`` at ``site``; ``None`` when nothing is known."""
         key = (kind, site)
-        if key in self._cache:
-            return self._cache[key]
-        out: float | None
-        if key in self._mean:
-            out = math.exp(self._mean[key])
-        else:
-            borrowed = []
-            for other in self.sites:
-                if other != site and (kind, other) in self._mean:
-                    ratio = self._ratio(site, other)
-                    if ratio is not None:
-                        borrowed.append(math.log(ratio) + self._mean[(kind, other)])
-            out = math.exp(sum(borrowed) / len(borrowed)) if borrowed else None
-        self._cache[key] = out
-        return out
+        if key not in self._cache:
+            try:
+                self._cache[key] = self.learner.estimate(kind, site, {})
+            except KeyError:
+                self._cache[key] = None
+        return self._cache[key]
 
     def table(self, sites: Sequence[str] = ()) -> list[KindSite]:
         """Every (kind, site) with runs, plus those of ``sites`` that can borrow; with their error."""
