@@ -67,18 +67,26 @@ class Profile:
             raise ValueError(f"a job of {procs} processors can never fit a machine of {self.capacity}")
         times, free = self.times, self.free
         n = len(times)
-        i = 0 if after is None else max(bisect_right(times, after) - 1, 0)
-        start_floor = times[0] if after is None else max(after, times[0])
+        if after is None:
+            i = 0
+            floor = times[0]
+        else:
+            i = bisect_right(times, after) - 1
+            if i < 0:
+                i = 0
+            floor = after if after > times[0] else times[0]
         while i < n:
             if free[i] < procs:
                 i += 1
                 continue
-            start = max(times[i], start_floor)
+            start = times[i] if times[i] > floor else floor
             end = start + duration
             j = i + 1
-            while j < n and times[j] < end and free[j] >= procs:
+            while j < n and times[j] < end:
+                if free[j] < procs:
+                    break
                 j += 1
-            if j >= n or times[j] >= end:
+            else:
                 return start
             i = j + 1  # step j lacks processors: no start before it can work
         raise AssertionError("unreachable: the last step of a profile must reach full capacity")
@@ -87,12 +95,13 @@ class Profile:
         """Take ``procs`` processors on ``[start, start + duration)``. Raises if they are not free."""
         if duration <= 0 or procs == 0:
             return
-        end = start + duration
         i = self._split(start)
-        j = self._split(end)
+        j = self._split(start + duration)
         free = self.free
         for k in range(i, j):
             if free[k] < procs:
+                for undo in range(i, k):
+                    free[undo] += procs
                 raise ValueError(
                     f"reserve({start}, {duration}, {procs}) exceeds the free processors at {self.times[k]}"
                 )
