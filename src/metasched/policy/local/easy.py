@@ -67,7 +67,7 @@ class EasyBackfill(LocalScheduler):
 
     def _full_pass(self, view: SiteView, now: float) -> Plan:
         free = view.free_procs
-        queue = self.order.order(view, now)
+        queue = view.queue if self.order.is_arrival_order else self.order.order(view, now)
         starts: list[Job] = []
         n = len(queue)
         i = 0
