@@ -102,7 +102,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", nargs="*", help="name prefixes of shared traces (default: all)")
     parser.add_argument("--schedulers", nargs="*", default=sorted(REGISTRY))
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per trace and scheduler on SDSC-SP2 and CTC-SP2")
+    parser.add_argument("--repeat-others", type=int, default=1, help="runs on the other traces")
     parser.add_argument("--baseline-jobs", type=int, default=5000)
     parser.add_argument("--baseline-jobs-conservative", type=int, default=2000)
     parser.add_argument("--no-baseline", action="store_true")
@@ -120,12 +121,17 @@ def main() -> None:
         paths = [p for p in paths if any(p.name.startswith(t) for t in args.traces)]
     if not paths:
         sys.exit(f"no shared traces found under {shared_dir()} (set METASCHED_SHARED)")
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat {args.repeat} (best kept)\n")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; best of {args.repeat} runs on SDSC-SP2 and CTC-SP2, "
+        f"{args.repeat_others} on the others\n"
+    )
     print("| trace | jobs | P | scheduler | best wall s | jobs/s (wall) | best CPU s | jobs/s (CPU) | peak RSS MB |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
     for path in paths:
         for key in args.schedulers:
-            r = in_subprocess("--one", str(path), key, "--repeat", str(args.repeat))
+            target = path.name.startswith(("SDSC-SP2", "CTC-SP2"))
+            repeat = args.repeat if target else args.repeat_others
+            r = in_subprocess("--one", str(path), key, "--repeat", str(repeat))
             print(
                 f"| {r['trace'].split('-cln')[0]} | {r['jobs']} | {r['procs']} | {key} | {r['best_s']:.2f} "
                 f"| {r['jobs_per_s']:,.0f} | {r['cpu_s']:.2f} | {r['jobs_per_cpu_s']:,.0f} | {r['peak_rss_mb']:.0f} |",
