@@ -71,3 +71,18 @@ def test_earliest_fit_is_the_first_instant_that_fits(
     # Invariant: strictly increasing breakpoints, free within [0, capacity].
     assert all(a < b for a, b in zip(prof.times, prof.times[1:], strict=False))
     assert all(0 <= f <= capacity for f in prof.free)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 8),
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 15), st.integers(0, 8)), min_size=1, max_size=10),
+)
+def test_place_equals_earliest_fit_then_reserve(capacity: int, jobs: list[tuple[int, int, int]]) -> None:
+    a, b = Profile(capacity, 0), Profile(capacity, 0)
+    for after, duration, procs in jobs:
+        procs = min(procs, capacity)
+        expected = a.earliest_fit(procs, duration, after)
+        a.reserve(expected, duration, procs)
+        assert b.place(procs, duration, after) == expected
+        assert b.steps() == a.steps()

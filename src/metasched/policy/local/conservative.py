@@ -85,8 +85,7 @@ class ConservativeBackfill(LocalScheduler):
             if k < len(times) and times[k] > after:
                 after = times[k]
             first_free[procs] = after
-            start = profile.earliest_fit(procs, job.requested_time, after)
-            profile.reserve(start, job.requested_time, procs)
+            start = profile.place(procs, job.requested_time, after)
             if start <= now and job.requested_procs <= free:
                 starts.append(job)
                 free -= job.requested_procs
@@ -116,8 +115,7 @@ class ConservativeBackfill(LocalScheduler):
         starts = due
         seq = hint.seq
         for job in view.queue[hint.queued :]:
-            start = profile.earliest_fit(job.requested_procs, job.requested_time, now)
-            profile.reserve(start, job.requested_time, job.requested_procs)
+            start = profile.place(job.requested_procs, job.requested_time, now)
             if start <= now and job.requested_procs <= free:
                 starts.append(job)
                 free -= job.requested_procs
