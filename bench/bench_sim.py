@@ -101,9 +101,12 @@ def in_subprocess(*args: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", nargs="*", help="name prefixes of shared traces (default: all)")
-    parser.add_argument("--schedulers", nargs="*", default=sorted(REGISTRY))
+    parser.add_argument("--schedulers", nargs="*", default=["easy", "fcfs", "conservative"])
     parser.add_argument("--repeat", type=int, default=3, help="runs per trace and scheduler on SDSC-SP2 and CTC-SP2")
     parser.add_argument("--repeat-others", type=int, default=1, help="runs on the other traces")
+    parser.add_argument(
+        "--repeat-conservative", type=int, default=None, help="runs of conservative (default: as above)"
+    )
     parser.add_argument("--baseline-jobs", type=int, default=5000)
     parser.add_argument("--baseline-jobs-conservative", type=int, default=2000)
     parser.add_argument("--no-baseline", action="store_true")
@@ -127,10 +130,12 @@ def main() -> None:
     )
     print("| trace | jobs | P | scheduler | best wall s | jobs/s (wall) | best CPU s | jobs/s (CPU) | peak RSS MB |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
-    for path in paths:
-        for key in args.schedulers:
+    for key in args.schedulers:
+        for path in paths:
             target = path.name.startswith(("SDSC-SP2", "CTC-SP2"))
             repeat = args.repeat if target else args.repeat_others
+            if key == "conservative" and args.repeat_conservative is not None:
+                repeat = args.repeat_conservative
             r = in_subprocess("--one", str(path), key, "--repeat", str(repeat))
             print(
                 f"| {r['trace'].split('-cln')[0]} | {r['jobs']} | {r['procs']} | {key} | {r['best_s']:.2f} "
