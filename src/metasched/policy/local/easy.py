@@ -128,7 +128,7 @@ class EasyBackfill(LocalScheduler):
         by_end: Sequence[RunningJob] | None = view.running_by_end
         if by_end is None:
             by_end = sorted(view.running, key=lambda r: (r.expected_end, r.job.job_id))
-        new = sorted((now + job.requested_time, job.requested_procs) for job in starts)
+        new = sorted([(now + job.requested_time, job.requested_procs) for job in starts]) if starts else []
         need = head.requested_procs
         avail = free
         shadow = now
