@@ -225,7 +225,7 @@ def main() -> None:
     )
     for batch in (1, 10):
         for label, db in [("SQLite", sqlite())] + ([("PostgreSQL", pg())] if args.pg else []):
-            req, jobs = claims(db, tmp, 60000, batch)
+            req, jobs = claims(db, tmp, 20000, batch)
             rows.append(
                 (
                     f"claims/s, 100 concurrent clients, batch {batch}, server on {label}",
