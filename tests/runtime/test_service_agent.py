@@ -44,10 +44,12 @@ def test_service_requires_token_and_speaks_protocol(tmp_path: Path) -> None:
         assert client.post("/v1/heartbeat", json={"placeholder_id": "p"}, headers=h).json() == {"held": {str(a): 1}}
         res = {"job_id": a, "attempt": 1, "exit_code": 0, "start_at": 1.0, "end_at": 2.0}
         out = client.post("/v1/complete", json={"placeholder_id": "x", "results": [res]}, headers=h).json()
-        assert out == {"accepted": [False]}  # not x's job
-        out = client.post("/v1/complete", json={"placeholder_id": "p", "results": [res]}, headers=h).json()
-        assert out == {"accepted": [True]}
-        assert client.post("/v1/claim", json=body, headers=h).json()["jobs"][0]["name"] == "b"
+        assert out == {"accepted": [False], "claim": None}  # not x's job
+        # report and claim the next job in one call (one transaction)
+        out = client.post("/v1/complete", json={"placeholder_id": "p", "results": [res], "claim": body}, headers=h)
+        out = out.json()
+        assert out["accepted"] == [True]
+        assert out["claim"]["action"] == "job" and out["claim"]["jobs"][0]["name"] == "b"
         assert "/v1/claim" in client.get("/openapi.json").json()["paths"]
     store.close()
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.protocol import Completion, Transport
-from metasched.runtime.metaqueue.records import ClaimedJob
+from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
 
 log = logging.getLogger("metasched.placeholder")
 
@@ -181,20 +181,22 @@ class Agent:
             except queue.Empty:
                 return
 
-    def _report(self) -> None:
+    def _report(self, free: FreeResources | None = None) -> ClaimResult | None:
+        """Send pending completions; with ``free``, claim the next work in the same round trip."""
         if not self.pending:
-            return
+            return None
         try:
-            accepted = self.t.complete(self.id, self.pending)
+            accepted, claimed = self.t.report(self.id, self.pending, self.site, free, free.cpus if free else 1)
         except ConnectionError as exc:
             log.warning("report failed, will retry: %s", exc)
-            return
+            return None
         for c, ok in zip(self.pending, accepted, strict=True):
             if ok:
                 self.jobs_run += 1
             else:
                 log.warning("job %s attempt %s: report refused (no longer ours)", c.job_id, c.attempt)
         self.pending = []
+        return claimed
 
     def _heartbeat(self, now: float) -> None:
         try:
@@ -242,18 +244,23 @@ class Agent:
                 self._heartbeat(now)
                 next_hb = now + self.heartbeat_s
             self._collect(0)
-            self._report()
             remaining = self.remaining_s(now)
             out_of_time = remaining is not None and remaining <= 0
             if out_of_time:
                 state = "expired"
             free = self.free_cpus()
-            if not out_of_time and not told_exit and free > 0 and not self.pending:
+            may_claim = not out_of_time and not told_exit and free > 0
+            res: ClaimResult | None = None
+            if self.pending:
+                res = self._report(FreeResources(free, self.mem_mb, remaining) if may_claim else None)
+                if self.pending:  # not delivered: retry before claiming more
+                    may_claim = False
+            elif may_claim:
                 try:
                     res = self.t.claim(self.id, self.site, FreeResources(free, self.mem_mb, remaining), limit=free)
                 except ConnectionError as exc:
                     log.warning("claim failed: %s", exc)
-                    res = None
+            if may_claim:
                 if res is not None and res.action == "job":
                     for job in res.jobs:
                         self._learn_lease(job.lease_until - now)
