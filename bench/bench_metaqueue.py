@@ -40,9 +40,12 @@ from metasched.runtime.metaqueue.store import JobSpec, Store  # noqa: E402
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
 def placeholders(n: int, args: list[str], home: Path) -> list[subprocess.Popen[bytes]]:
     env = {**ENV, "METASCHED_HOME": str(home)}
-    return [
+    procs = [
         subprocess.Popen(
             [
                 sys.executable,
@@ -61,6 +64,8 @@ def placeholders(n: int, args: list[str], home: Path) -> list[subprocess.Popen[b
         )
         for _ in range(n)
     ]
+    STARTED.extend(procs)
+    return procs
 
 
 def wait_done(store: Store, total: int, timeout_s: float = 600) -> None:
@@ -241,4 +246,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for p in STARTED:
+            if p.poll() is None:
+                p.kill()
