@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -58,6 +59,8 @@ PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+_SQLITE_LOCKS: dict[str, threading.RLock] = {}
+_SQLITE_LOCKS_GUARD = threading.Lock()
 DEFAULT_LEASE_S = 60.0
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
 HEAD_REVISION = "0001"
@@ -127,6 +130,8 @@ class Store:
         self.policy: ClaimPolicy = policy if policy is not None else FcfsClaim()
         self.lease_s = lease_s
         self.is_postgres = engine.dialect.name == "postgresql"
+        with _SQLITE_LOCKS_GUARD:
+            self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
     @classmethod
     def open(cls, url: str | None = None, **kwargs: Any) -> Store:
@@ -151,7 +156,13 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        if self.is_postgres:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        # SQLite has one writer: queue this process's writers on a lock rather than in SQLite's busy
+        # handler, whose back-off sleeps (up to 100 ms) turn many threads into a convoy.
+        with self._write_lock, self.engine.begin() as conn:
             yield conn
 
     def _event(self, conn: Connection, now: float, kind: str, **kw: Any) -> None:

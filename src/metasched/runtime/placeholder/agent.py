@@ -18,6 +18,7 @@ import ctypes
 import logging
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -44,6 +45,26 @@ except OSError:  # not glibc Linux: children then outlive a kill -9 of the agent
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_SETPRIV: list[str] | None = None
+
+
+def _job_argv(command: str) -> tuple[list[str], bool]:
+    """argv for a job and whether a ``preexec_fn`` is needed. util-linux ``setpriv --pdeathsig`` gives the
+    same parent-death signal without a ``preexec_fn``, which would force a slow fork of this process
+    instead of a vfork (twice as slow per job on a loaded machine)."""
+    global _SETPRIV
+    if _SETPRIV is None:
+        path = shutil.which("setpriv")
+        ok = False
+        if path:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                ok = "pdeathsig" in subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
+        _SETPRIV = [path, "--pdeathsig", "KILL"] if path and ok else []
+    if _SETPRIV:
+        return [*_SETPRIV, "/bin/bash", "-c", command], False
+    return ["/bin/bash", "-c", command], True
 
 
 @dataclass(slots=True)
@@ -125,15 +146,16 @@ class Agent:
         now = time.time()
         try:
             with open(out, "wb") as fo, open(err, "wb") as fe:
+                argv, needs_preexec = _job_argv(job.command)
                 proc = subprocess.Popen(
-                    ["/bin/bash", "-c", job.command],
+                    argv,
                     cwd=job.cwd or None,
                     env=env,
                     stdout=fo,
                     stderr=fe,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=_die_with_parent if needs_preexec else None,
                 )
         except OSError as exc:  # bad cwd, ...: the job fails, the placeholder goes on
             Path(err).write_text(f"metasched: cannot start job: {exc}\n")
