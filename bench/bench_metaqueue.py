@@ -173,7 +173,10 @@ async def claim_rate(url: str, token: str, clients: int, batch: int, seconds: fl
         async def one(k: int) -> None:
             body = {"placeholder_id": f"b{k}", "site": "bench", "cpus": batch, "limit": batch}
             while time.time() < stop:
-                r = await c.post("/v1/claim", json=body)
+                try:
+                    r = await c.post("/v1/claim", json=body)
+                except httpx.TransportError:  # an idle keep-alive connection closed by the server: retry
+                    continue
                 counts[0] += 1
                 counts[1] += len(r.json()["jobs"])
 
@@ -217,7 +220,13 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     print(f"machine: {platform.node()} {os.cpu_count()} cpus, load {load:.1f}, python {platform.python_version()}")
-    rows = []
+
+    class Rows(list):  # type: ignore[type-arg]
+        def append(self, row: tuple[str, str]) -> None:  # type: ignore[override]
+            print(f"| {row[0]} | {row[1]} |", flush=True)
+            super().append(row)
+
+    rows = Rows()
     rows.append(("no-op jobs/s, 2 placeholders, SQLite direct", f"{noop_rate(sqlite(), args.jobs, tmp, False):.0f}"))
     rows.append(("no-op jobs/s, 2 placeholders, server on SQLite", f"{noop_rate(sqlite(), args.jobs, tmp, True):.0f}"))
     if args.pg:
@@ -241,8 +250,6 @@ def main() -> None:
                     f"{req:.0f} requests/s = {jobs:.0f} jobs/s",
                 )
             )
-    for k, v in rows:
-        print(f"| {k} | {v} |")
     if pg_admin is not None:
         for name in dbs:
             pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
