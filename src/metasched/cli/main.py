@@ -30,3 +30,9 @@ from metasched.cli import simulate as _simulate  # noqa: E402,F401
 
 def main() -> None:
     app()
+
+
+from metasched.cli import trace as _trace  # noqa: E402
+
+app.add_typer(_trace.app, name="trace")
+from metasched.cli import remote as _remote  # noqa: E402,F401
