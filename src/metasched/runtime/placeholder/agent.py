@@ -120,6 +120,7 @@ class Agent:
         self.finished: queue.Queue[int] = queue.Queue()
         self.pending: list[Completion] = []
         self.last_heartbeat_ok = time.time()
+        self.last_contact = time.time()
         self.jobs_run = 0
 
     def remaining_s(self, now: float) -> float | None:
@@ -218,6 +219,7 @@ class Agent:
             else:
                 log.warning("job %s attempt %s: report refused (no longer ours)", c.job_id, c.attempt)
         self.pending = []
+        self.last_contact = time.time()
         return claimed
 
     def _heartbeat(self, now: float) -> None:
@@ -227,6 +229,7 @@ class Agent:
             log.warning("heartbeat failed: %s", exc)
             return
         self.last_heartbeat_ok = now
+        self.last_contact = now
         for jid, run in list(self.runs.items()):
             if held.get(jid) != run.job.attempt:
                 self._kill(run, "lease lost or job cancelled")
@@ -244,6 +247,7 @@ class Agent:
         while True:
             try:
                 self.t.hello(self.id, self.site, host)
+                self.last_contact = self.last_heartbeat_ok = time.time()
                 break
             except ConnectionError as exc:
                 remaining = self.remaining_s(time.time())
@@ -266,6 +270,10 @@ class Agent:
                 self._heartbeat(now)
                 next_hb = now + self.heartbeat_s
             self._collect(0)
+            if not self.runs and now - self.last_contact > self.give_up_s:
+                log.error("metaqueue unreachable for %.0f s, leaving", now - self.last_contact)
+                state = "failed"
+                break
             remaining = self.remaining_s(now)
             out_of_time = remaining is not None and remaining <= 0
             if out_of_time:
@@ -280,6 +288,7 @@ class Agent:
             elif may_claim:
                 try:
                     res = self.t.claim(self.id, self.site, FreeResources(free, self.mem_mb, remaining), limit=free)
+                    self.last_contact = time.time()
                 except ConnectionError as exc:
                     log.warning("claim failed: %s", exc)
             if may_claim:
