@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -27,7 +28,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    insert,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.engine import make_url
 
 from metasched.model.job import Job
@@ -45,6 +59,8 @@ PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+_SQLITE_LOCKS: dict[str, threading.RLock] = {}
+_SQLITE_LOCKS_GUARD = threading.Lock()
 DEFAULT_LEASE_S = 60.0
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
 HEAD_REVISION = "0001"
@@ -114,6 +130,8 @@ class Store:
         self.policy: ClaimPolicy = policy if policy is not None else FcfsClaim()
         self.lease_s = lease_s
         self.is_postgres = engine.dialect.name == "postgresql"
+        with _SQLITE_LOCKS_GUARD:
+            self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
     @classmethod
     def open(cls, url: str | None = None, **kwargs: Any) -> Store:
@@ -138,7 +156,13 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        if self.is_postgres:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        # SQLite has one writer: queue this process's writers on a lock rather than in SQLite's busy
+        # handler, whose back-off sleeps (up to 100 ms) turn many threads into a convoy.
+        with self._write_lock, self.engine.begin() as conn:
             yield conn
 
     def _event(self, conn: Connection, now: float, kind: str, **kw: Any) -> None:
@@ -245,7 +269,7 @@ class Store:
         *,
         limit: int = 1,
         now: float | None = None,
-        window: int = 256,
+        window: int = 2048,
     ) -> ClaimResult:
         """Hand up to ``limit`` ready jobs to ``placeholder_id`` at ``site`` (chosen by the claim policy).
 
@@ -256,100 +280,120 @@ class Store:
         """
         now = time.time() if now is None else now
         with self._tx() as conn:
+            return self._claim(conn, site, placeholder_id, free, limit, now, window)
+
+    def _claim(
+        self,
+        conn: Connection,
+        site: str,
+        placeholder_id: str,
+        free: FreeResources,
+        limit: int,
+        now: float,
+        window: int,
+    ) -> ClaimResult:
+        chosen: list[int] = []
+        size = max(8, 4 * limit)
+        while True:
+            # Most claims are served by the first few ready jobs: look further only when they do not fit.
             q = (
-                select(JOBS.c.id, JOBS.c.submit_at, JOBS.c.cpus, JOBS.c.mem_mb, JOBS.c.time_s, JOBS.c.licences)
+                select(JOBS.c.id, JOBS.c.submit_at, JOBS.c.cpus, JOBS.c.mem_mb, JOBS.c.time_s, _LICENCES_TEXT)
                 .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
                 .order_by(JOBS.c.id)
-                .limit(max(window, 4 * limit))
+                .limit(size)
             )
             if self.is_postgres:
                 q = q.with_for_update(skip_locked=True)
             cands = conn.execute(q).all()
-            chosen: list[int] = []
-            if cands:
-                ready = [
-                    Job(
-                        job_id=r.id,
-                        submit_time=r.submit_at,
-                        run_time=r.time_s,
-                        requested_time=r.time_s,
-                        requested_procs=r.cpus,
-                        attrs={"mem_mb": r.mem_mb, "licences": r.licences or {}},
-                    )
-                    for r in cands
-                ]
-                if any(r.licences for r in cands):
-                    free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
-                chosen = self.policy.select(ready, site, free, now, limit)
-            if not chosen:
-                busy = conn.execute(
-                    select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
-                ).first()
-                self._seen(conn, placeholder_id, now)
-                return ClaimResult("wait" if busy else "exit")
-            lease = now + self.lease_s
-            conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id.in_(chosen), JOBS.c.state == JobState.QUEUED)
-                .values(
-                    state=JobState.RUNNING,
-                    site=site,
-                    placeholder_id=placeholder_id,
-                    attempts=JOBS.c.attempts + 1,
-                    lease_until=lease,
-                    start_at=now,
-                    end_at=None,
-                    exit_code=None,
-                    reason="",
+            if not cands:
+                break
+            lic = [_licences(r[5]) for r in cands]
+            ready = [
+                Job(
+                    job_id=r.id,
+                    submit_time=r.submit_at,
+                    run_time=r.time_s,
+                    requested_time=r.time_s,
+                    requested_procs=r.cpus,
+                    attrs={"mem_mb": r.mem_mb, "licences": lic[i]},
                 )
-            )
-            rows = conn.execute(
-                select(
-                    JOBS.c.id,
-                    JOBS.c.attempts,
-                    JOBS.c.name,
-                    JOBS.c.command,
-                    JOBS.c.cwd,
-                    JOBS.c.env,
-                    JOBS.c.cpus,
-                    JOBS.c.mem_mb,
-                    JOBS.c.time_s,
-                ).where(JOBS.c.id.in_(chosen))
-            ).all()
-            by_id = {r.id: r for r in rows}
-            conn.execute(
-                insert(EVENTS),
-                [
-                    {
-                        "at": now,
-                        "kind": "claim",
-                        "job_id": j,
-                        "placeholder_id": placeholder_id,
-                        "site": site,
-                        "detail": "",
-                    }
-                    for j in chosen
-                ],
-            )
+                for i, r in enumerate(cands)
+            ]
+            if any(lic):
+                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
+            chosen = self.policy.select(ready, site, free, now, limit)
+            if len(chosen) >= limit or len(cands) < size or size >= window:
+                break
+            size = min(window, size * 8)
+        if not chosen:
+            busy = conn.execute(
+                select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
+            ).first()
             self._seen(conn, placeholder_id, now)
-            return ClaimResult(
-                "job",
-                [
-                    ClaimedJob(
-                        j,
-                        by_id[j].attempts,
-                        by_id[j].name,
-                        by_id[j].command,
-                        by_id[j].cwd,
-                        dict(by_id[j].env or {}),
-                        by_id[j].cpus,
-                        by_id[j].mem_mb,
-                        by_id[j].time_s,
-                        lease,
-                    )
-                    for j in chosen
-                ],
+            return ClaimResult("wait" if busy else "exit")
+        lease = now + self.lease_s
+        conn.execute(
+            update(JOBS)
+            .where(JOBS.c.id.in_(chosen), JOBS.c.state == JobState.QUEUED)
+            .values(
+                state=JobState.RUNNING,
+                site=site,
+                placeholder_id=placeholder_id,
+                attempts=JOBS.c.attempts + 1,
+                lease_until=lease,
+                start_at=now,
+                end_at=None,
+                exit_code=None,
+                reason="",
             )
+        )
+        rows = conn.execute(
+            select(
+                JOBS.c.id,
+                JOBS.c.attempts,
+                JOBS.c.name,
+                JOBS.c.command,
+                JOBS.c.cwd,
+                JOBS.c.env,
+                JOBS.c.cpus,
+                JOBS.c.mem_mb,
+                JOBS.c.time_s,
+            ).where(JOBS.c.id.in_(chosen))
+        ).all()
+        by_id = {r.id: r for r in rows}
+        conn.execute(
+            insert(EVENTS),
+            [
+                {
+                    "at": now,
+                    "kind": "claim",
+                    "job_id": j,
+                    "placeholder_id": placeholder_id,
+                    "site": site,
+                    "detail": "",
+                }
+                for j in chosen
+            ],
+        )
+        self._seen(conn, placeholder_id, now)
+        return ClaimResult(
+            "job",
+            [
+                ClaimedJob(
+                    j,
+                    by_id[j].attempts,
+                    by_id[j].name,
+                    by_id[j].command,
+                    by_id[j].cwd,
+                    dict(by_id[j].env or {}),
+                    by_id[j].cpus,
+                    by_id[j].mem_mb,
+                    by_id[j].time_s,
+                    lease,
+                )
+                for j in chosen
+            ],
+        )
 
     def _free_licences(self, conn: Connection, site: str) -> dict[str, int]:
         row = conn.execute(select(SITES.c.licences).where(SITES.c.name == site)).first()
@@ -406,59 +450,110 @@ class Store:
         ``failed`` and every (transitive) dependent is ``dep_failed``.
         """
         now = time.time() if now is None else now
-        state = JobState.DONE if exit_code == 0 else JobState.FAILED
         with self._tx() as conn:
-            res = conn.execute(
-                update(JOBS)
-                .where(
-                    JOBS.c.id == job_id,
-                    JOBS.c.placeholder_id == placeholder_id,
-                    JOBS.c.attempts == attempt,
-                    JOBS.c.state == JobState.RUNNING,
-                )
-                .values(
-                    state=state,
-                    exit_code=exit_code,
-                    end_at=end_at if end_at is not None else now,
-                    start_at=start_at if start_at is not None else JOBS.c.start_at,
-                    lease_until=None,
-                    stdout_path=stdout_path,
-                    stderr_path=stderr_path,
-                    reason="" if exit_code == 0 else f"exit code {exit_code}",
-                )
+            return self._complete(
+                conn, job_id, placeholder_id, attempt, exit_code, start_at, end_at, stdout_path, stderr_path, now
             )
-            if res.rowcount != 1:
-                self._event(
-                    conn,
-                    now,
-                    "stale_complete",
-                    job_id=job_id,
-                    placeholder_id=placeholder_id,
-                    detail=f"attempt {attempt} exit {exit_code}",
-                )
-                return False
+
+    def _complete(
+        self,
+        conn: Connection,
+        job_id: int,
+        placeholder_id: str,
+        attempt: int,
+        exit_code: int,
+        start_at: float | None,
+        end_at: float | None,
+        stdout_path: str | None,
+        stderr_path: str | None,
+        now: float,
+    ) -> bool:
+        state = JobState.DONE if exit_code == 0 else JobState.FAILED
+        res = conn.execute(
+            update(JOBS)
+            .where(
+                JOBS.c.id == job_id,
+                JOBS.c.placeholder_id == placeholder_id,
+                JOBS.c.attempts == attempt,
+                JOBS.c.state == JobState.RUNNING,
+            )
+            .values(
+                state=state,
+                exit_code=exit_code,
+                end_at=end_at if end_at is not None else now,
+                start_at=start_at if start_at is not None else JOBS.c.start_at,
+                lease_until=None,
+                stdout_path=stdout_path,
+                stderr_path=stderr_path,
+                reason="" if exit_code == 0 else f"exit code {exit_code}",
+            )
+        )
+        if res.rowcount != 1:
             self._event(
                 conn,
                 now,
-                "done" if exit_code == 0 else "failed",
+                "stale_complete",
                 job_id=job_id,
                 placeholder_id=placeholder_id,
-                detail=f"exit {exit_code}",
+                detail=f"attempt {attempt} exit {exit_code}",
             )
+            return False
+        self._event(
+            conn,
+            now,
+            "done" if exit_code == 0 else "failed",
+            job_id=job_id,
+            placeholder_id=placeholder_id,
+            detail=f"exit {exit_code}",
+        )
+        conn.execute(
+            update(PLACEHOLDERS)
+            .where(PLACEHOLDERS.c.id == placeholder_id)
+            .values(jobs_run=PLACEHOLDERS.c.jobs_run + 1, last_seen_at=now)
+        )
+        if state == JobState.DONE:
             conn.execute(
-                update(PLACEHOLDERS)
-                .where(PLACEHOLDERS.c.id == placeholder_id)
-                .values(jobs_run=PLACEHOLDERS.c.jobs_run + 1, last_seen_at=now)
+                update(JOBS)
+                .where(JOBS.c.id.in_(select(DEPS.c.job_id).where(DEPS.c.after_id == job_id)))
+                .values(pending_deps=JOBS.c.pending_deps - 1)
             )
-            if state == JobState.DONE:
-                conn.execute(
-                    update(JOBS)
-                    .where(JOBS.c.id.in_(select(DEPS.c.job_id).where(DEPS.c.after_id == job_id)))
-                    .values(pending_deps=JOBS.c.pending_deps - 1)
-                )
-            else:
-                self._cascade_failure(conn, [job_id], now)
+        else:
+            self._cascade_failure(conn, [job_id], now)
         return True
+
+    def report(
+        self,
+        placeholder_id: str,
+        results: Sequence[Mapping[str, Any]],
+        *,
+        claim_site: str | None = None,
+        free: FreeResources | None = None,
+        limit: int = 1,
+        now: float | None = None,
+    ) -> tuple[list[bool], ClaimResult | None]:
+        """Completions (dicts with the :meth:`complete` arguments) and, if ``claim_site``, the next claim, in one
+        transaction: one round trip and one commit per finished job instead of two."""
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            accepted = [
+                self._complete(
+                    conn,
+                    int(r["job_id"]),
+                    placeholder_id,
+                    int(r["attempt"]),
+                    int(r["exit_code"]),
+                    r.get("start_at"),
+                    r.get("end_at"),
+                    r.get("stdout_path"),
+                    r.get("stderr_path"),
+                    now,
+                )
+                for r in results
+            ]
+            claimed = None
+            if claim_site is not None and free is not None:
+                claimed = self._claim(conn, claim_site, placeholder_id, free, limit, now, 2048)
+        return accepted, claimed
 
     def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
         names = dict(conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.id.in_(roots))).all())
@@ -764,6 +859,18 @@ class Store:
             )
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
+
+
+_LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
+
+
+def _licences(text: Any) -> dict[str, int]:
+    # Read as text: most jobs need no licence, and decoding "{}" thousands of times is wasted work.
+    # (psycopg decodes json columns itself, so a dict may arrive here.)
+    if not text or text == "{}":
+        return {}
+    value = json.loads(text) if isinstance(text, str) else text
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _chunks(items: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:
