@@ -9,7 +9,7 @@ import pytest
 import metasched.policy.local as local
 from metasched.model.job import Job
 from metasched.policy.base import RunningJob, SiteView
-from metasched.policy.local import REGISTRY, ConservativeBackfill, EasyBackfill, FcfsScheduler
+from metasched.policy.local import MACHINE_REGISTRY, REGISTRY, ConservativeBackfill, EasyBackfill, FcfsScheduler
 
 
 def job(job_id: int, submit: float, estimate: float, procs: int) -> Job:
@@ -84,9 +84,10 @@ def test_conservative_plan_hand_worked() -> None:
 
 def test_registry_lists_every_local_scheduler_module() -> None:
     modules = {m.name for m in pkgutil.iter_modules(local.__path__)}
-    registered = {cls.__module__.rsplit(".", 1)[1] for cls in REGISTRY.values()}
+    every = {**REGISTRY, **MACHINE_REGISTRY}
+    registered = {cls.__module__.rsplit(".", 1)[1] for cls in every.values()}
     assert modules == registered
-    for key, cls in REGISTRY.items():
+    for key, cls in every.items():
         assert cls.key == key
         assert cls.__doc__ and "Source" in cls.__doc__ and "Invariant" in cls.__doc__ and "Tie-break" in cls.__doc__
 
