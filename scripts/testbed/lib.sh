@@ -17,7 +17,10 @@ apt_install() { # packages... (only the missing ones; keeps apt from starting da
   for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"; done
   [ -z "$missing" ] && return 0
   if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; made=1; fi
-  apt-get update -qq
+  # one index refresh per hour is enough (up installs three services in a row)
+  if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -60 2>/dev/null | head -n 1)" ]; then
+    apt-get update -qq
+  fi
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
   [ "$made" = 1 ] && rm -f /usr/sbin/policy-rc.d

@@ -52,3 +52,29 @@ def test_manager_runs_workflow_on_local_placeholders(tmp_path: Path, monkeypatch
     phs = store.placeholders("local")
     assert phs and all(p["state"] not in ("submitted", "queued", "running") for p in phs)
     assert any(p["decision"] == "increase" for p in phs)  # local queue wait is short: more placeholders
+
+
+def test_a_site_that_is_down_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for cmd in ("sbatch", "squeue", "sacct", "scancel"):  # a Slurm whose controller is down
+        (bindir / cmd).write_text(
+            "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n"
+        )
+        (bindir / cmd).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db, lease_s=10)
+    store.submit([JobSpec("true", name=f"j{i}") for i in range(4)])
+    down = SiteConfig(name="cluster", adapter="slurm", queue="x", limit=2)
+    local = SiteConfig(name="local", adapter="local", limit=1, idle_cancel_s=0)
+    manager = SiteManager(store, [down, local], db_url=db, workdir=tmp_path / "ph")
+    manager.run(interval_s=0.2, until_idle=True, max_s=120)
+    assert {j["state"] for j in store.jobs()} == {"done"}
+    assert {j["site"] for j in store.jobs()} == {"local"}
+    assert store.placeholders("cluster") == []
+    assert "site cluster unavailable" in caplog.text and "Unable to contact slurm controller" in caplog.text

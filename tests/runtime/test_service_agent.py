@@ -14,6 +14,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from metasched.runtime.metaqueue.protocol import StoreTransport, ensure_token
+from metasched.runtime.metaqueue.records import ClaimResult
 from metasched.runtime.metaqueue.service import create_app
 from metasched.runtime.metaqueue.store import JobSpec, Store
 from metasched.runtime.placeholder.agent import Agent
@@ -44,10 +45,12 @@ def test_service_requires_token_and_speaks_protocol(tmp_path: Path) -> None:
         assert client.post("/v1/heartbeat", json={"placeholder_id": "p"}, headers=h).json() == {"held": {str(a): 1}}
         res = {"job_id": a, "attempt": 1, "exit_code": 0, "start_at": 1.0, "end_at": 2.0}
         out = client.post("/v1/complete", json={"placeholder_id": "x", "results": [res]}, headers=h).json()
-        assert out == {"accepted": [False]}  # not x's job
-        out = client.post("/v1/complete", json={"placeholder_id": "p", "results": [res]}, headers=h).json()
-        assert out == {"accepted": [True]}
-        assert client.post("/v1/claim", json=body, headers=h).json()["jobs"][0]["name"] == "b"
+        assert out == {"accepted": [False], "claim": None}  # not x's job
+        # report and claim the next job in one call (one transaction)
+        out = client.post("/v1/complete", json={"placeholder_id": "p", "results": [res], "claim": body}, headers=h)
+        out = out.json()
+        assert out["accepted"] == [True]
+        assert out["claim"]["action"] == "job" and out["claim"]["jobs"][0]["name"] == "b"
         assert "/v1/claim" in client.get("/openapi.json").json()["paths"]
     store.close()
 
@@ -133,3 +136,18 @@ def test_kill_9_of_placeholder_kills_its_job_and_job_returns_to_queue(tmp_path: 
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_agent_leaves_when_metaqueue_stays_unreachable(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=10)
+    store.submit([JobSpec("true", name="a")])
+
+    class Down(StoreTransport):
+        def claim(self, *args: object, **kw: object) -> ClaimResult:
+            raise ConnectionError("server gone")
+
+    agent = Agent(Down(store), site="local", log_dir=tmp_path / "logs", give_up_s=1.0, max_wait_s=0.1)
+    t0 = time.time()
+    assert agent.run() == "failed"
+    assert time.time() - t0 < 10
+    assert store.job("a")["state"] == "queued"

@@ -114,9 +114,10 @@ def test_easy_shadow_time_and_extra_processors() -> None:
 
 
 def test_conservative_on_the_shadow_workload() -> None:
-    # Every backfill above delays no reservation: job 3 holds [10, 20); job 5 (1 proc, [3, 53))
-    # fits beside it (at [10, 20) 1 + 5 + 1 free - 7 = 1... exactly its processor); job 6 finds
-    # nothing free on [10, 20) and is reserved at 20; job 7 fits [4, 10). Same starts as EASY.
+    # Every backfill above delays no reservation. At 3: 2 free on [3, 10); at 10 jobs 1 and 4
+    # release 5 + 1, so 8 free on [10, 20) minus job 3's 7 = 1: job 5 (1 proc, [3, 53)) fits
+    # exactly beside job 3 and starts at 3. At 4: 1 free on [4, 10), 0 on [10, 20): job 6 (50 s)
+    # is reserved at 20; job 7 (6 s) fits [4, 10) and starts. Same starts as EASY.
     assert starts(SHADOW_JOBS, 10, "conservative") == {1: 0, 2: 0, 3: 10, 4: 2, 5: 3, 6: 20, 7: 4}
 
 

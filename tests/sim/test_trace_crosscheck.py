@@ -16,8 +16,8 @@ from metasched.sim.replay import simulate
 from tests.sim.reference import reference_schedule
 from tests.sim.traces import read_trace, trace_paths
 
-PREFIX = {"fcfs": 3000, "easy": 3000, "conservative": 1500}
-CONSERVATIVE_PREFIX_CTC = 800
+PREFIX = {"fcfs": 3000, "easy": 3000, "conservative": 1200}
+CONSERVATIVE_PREFIX_CTC = 600
 
 PATHS = trace_paths()
 

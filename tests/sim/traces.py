@@ -1,20 +1,22 @@
 """Test-side access to the shared SWF traces (read-only, never copied into the repository).
 
-Until :mod:`metasched.workload.swf` is on this branch, a minimal reader applies the
-normalisation rules of issue 2 itself: processors = max(allocated, requested); estimate =
+``read_trace`` uses the package's reader; ``read_trace_minimal`` is an independent minimal reader
+of the normalisation rules of issue 2 (processors = max(allocated, requested); estimate =
 requested time, or the run time where it is -1; jobs with run < 0 or processors <= 0 are dropped;
-run = min(run, estimate); an estimate of 0 becomes 1 s.
+run = min(run, estimate); an estimate of 0 becomes 1 s), used to cross-check it.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+from itertools import islice
 from pathlib import Path
 
 import pytest
 
 from metasched.model.job import Job
+from metasched.workload.swf import header_max_procs, iter_records, normalise, read_header, read_swf
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,19 +31,27 @@ def trace_paths() -> list[Path]:
 
 
 def read_trace(path: Path, limit: int | None = None) -> tuple[list[Job], int]:
-    """``(jobs, max_procs)`` of an SWF trace, normalised; at most ``limit`` jobs."""
-    try:
-        from metasched.workload.swf import read_swf  # type: ignore[attr-defined]
-    except ImportError:
-        read_swf = None
-    if read_swf is not None:
+    """``(jobs, max_procs)`` of an SWF trace normalised by :mod:`metasched.workload.swf`; at most
+    ``limit`` jobs (the first records are streamed, the rest of the file is not read)."""
+    if limit is None:
         workload = read_swf(path)
-        jobs = workload.jobs if limit is None else workload.jobs[:limit]
-        return list(jobs), int(workload.max_procs)
-    return read_trace_minimal(path, limit)
+        return list(workload.jobs), int(workload.max_procs)
+    header = read_header(path)
+    max_procs = header_max_procs(header)
+    records = 2 * limit
+    while True:
+        chunk = list(islice(iter_records(path), records))
+        jobs = normalise(chunk, max_procs=max_procs, source=str(path))[0]
+        if len(jobs) >= limit or len(chunk) < records:
+            break
+        records *= 2
+    jobs = jobs[:limit]
+    widest = max((j.requested_procs for j in jobs), default=0)
+    return jobs, max(max_procs or 0, widest)
 
 
 def read_trace_minimal(path: Path, limit: int | None = None) -> tuple[list[Job], int]:
+    """An independent 30-line reader with the same rules, to cross-check the real one."""
     jobs: list[Job] = []
     max_procs = 0
     opener = gzip.open if path.suffix == ".gz" else open

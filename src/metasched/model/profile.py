@@ -67,32 +67,83 @@ class Profile:
             raise ValueError(f"a job of {procs} processors can never fit a machine of {self.capacity}")
         times, free = self.times, self.free
         n = len(times)
-        i = 0 if after is None else max(bisect_right(times, after) - 1, 0)
-        start_floor = times[0] if after is None else max(after, times[0])
+        if after is None:
+            i = 0
+            floor = times[0]
+        else:
+            i = bisect_right(times, after) - 1
+            if i < 0:
+                i = 0
+            floor = after if after > times[0] else times[0]
         while i < n:
             if free[i] < procs:
                 i += 1
                 continue
-            start = max(times[i], start_floor)
+            start = times[i] if times[i] > floor else floor
             end = start + duration
             j = i + 1
-            while j < n and times[j] < end and free[j] >= procs:
+            while j < n and times[j] < end:
+                if free[j] < procs:
+                    break
                 j += 1
-            if j >= n or times[j] >= end:
+            else:
                 return start
             i = j + 1  # step j lacks processors: no start before it can work
         raise AssertionError("unreachable: the last step of a profile must reach full capacity")
+
+    def place(self, procs: int, duration: float, after: float) -> float:
+        """``earliest_fit(procs, duration, after)`` then ``reserve`` there, in one walk; returns
+        the start. (The walk that proves the fit already found where the reservation ends.)"""
+        if procs > self.capacity:
+            raise ValueError(f"a job of {procs} processors can never fit a machine of {self.capacity}")
+        times, free = self.times, self.free
+        n = len(times)
+        i = bisect_right(times, after) - 1
+        if i < 0:
+            i = 0
+            after = times[0]
+        while i < n:
+            if free[i] < procs:
+                i += 1
+                continue
+            start = times[i] if times[i] > after else after
+            end = start + duration
+            j = i + 1
+            while j < n and times[j] < end:
+                if free[j] < procs:
+                    break
+                j += 1
+            else:
+                break
+            i = j + 1
+        else:
+            raise AssertionError("unreachable: the last step of a profile must reach full capacity")
+        if duration <= 0 or procs == 0:
+            return start
+        # Steps i..j-1 cover [start, end); split at end, then at start, then take the processors.
+        if j == n or times[j] != end:
+            times.insert(j, end)
+            free.insert(j, free[j - 1])
+        if times[i] != start:
+            times.insert(i + 1, start)
+            free.insert(i + 1, free[i])
+            i += 1
+            j += 1
+        for k in range(i, j):
+            free[k] -= procs
+        return start
 
     def reserve(self, start: float, duration: float, procs: int) -> None:
         """Take ``procs`` processors on ``[start, start + duration)``. Raises if they are not free."""
         if duration <= 0 or procs == 0:
             return
-        end = start + duration
         i = self._split(start)
-        j = self._split(end)
+        j = self._split(start + duration)
         free = self.free
         for k in range(i, j):
             if free[k] < procs:
+                for undo in range(i, k):
+                    free[undo] += procs
                 raise ValueError(
                     f"reserve({start}, {duration}, {procs}) exceeds the free processors at {self.times[k]}"
                 )

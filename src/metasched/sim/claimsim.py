@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from metasched.model.job import Job
-from metasched.policy.claim import ClaimPolicy, ClaimWorld, FreeResources, SiteSlots, estimate_at
+from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FreeResources, SiteSlots, estimate_at
 from metasched.sim.schedule import Schedule
 
 _END, _SUBMIT, _START = 0, 1, 2
@@ -157,7 +157,11 @@ def simulate_claims(
             if not ready:
                 break
             world = _world(phs, ph, names, now) if want_world else None
-            chosen = policy.select(list(ready.values()), ph.site, FreeResources(ph.cpus), now, 1, world)
+            shown = list(ready.values())
+            if not policy.prefix_stable and len(shown) > RANKING_WINDOW_JOBS:
+                # as the store: a ranking policy sees the oldest ready jobs (by id) only
+                shown = sorted(shown, key=lambda j: j.job_id)[:RANKING_WINDOW_JOBS]
+            chosen = policy.select(shown, ph.site, FreeResources(ph.cpus), now, 1, world)
             if record:
                 claims.append(Claim(now, ph.site, ph.pid, tuple(chosen)))
             if not chosen:

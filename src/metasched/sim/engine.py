@@ -11,6 +11,11 @@ instant, apply them, then run ONE scheduling pass; that is the canonical semanti
 
 (A pass may start a zero-length job, whose end at the same t is then processed before a further
 pass at t.)
+
+Drivers may leave out a pass that provably starts nothing (no queued job fits the free
+processors: :attr:`metasched.sim.site.SiteState.min_queued_width`); the schedule is the same, but
+a scheduler does not see every instant, so a policy must never rely on being called at each one
+(it is pure anyway: everything it knows is in its view).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ def simulate(
     is handed back to its next pass under the conditions stated there (kept by
     :class:`SiteState`). Both are checked against a from-scratch reference in the tests.
     """
+    nan, inf = float("nan"), float("inf")
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
     jobs_sorted = [jobs[i] for i in order]
     for job in jobs_sorted:
@@ -46,22 +47,20 @@ def simulate(
     index_of = {job.job_id: i for i, job in zip(order, jobs_sorted, strict=True)}
     if len(index_of) != len(jobs):
         raise ValueError("job_id values must be unique within a workload")
-    start_time = schedule.start_time
-    end_time = schedule.end_time
+    start_time = [nan] * len(jobs)
+    end_time = [nan] * len(jobs)
     site = SiteState(procs, name)
-    ends: list[tuple[float, int, int]] = []
-    seq = 0
+    ends: list[tuple[float, int, int]] = []  # (end, index in jobs, job_id): the index breaks ties
+    heappush, heappop = heapq.heappush, heapq.heappop
     n = len(jobs_sorted)
     nxt = 0
-    inf = float("inf")
     started_since = 0
     while nxt < n or ends:
         t_submit = jobs_sorted[nxt].submit_time if nxt < n else inf
         t_end = ends[0][0] if ends else inf
         now = t_submit if t_submit < t_end else t_end
         while ends and ends[0][0] == now:
-            _, _, job_id = heapq.heappop(ends)
-            site.finish(job_id, now)
+            site.finish(heappop(ends)[2], now)
         while nxt < n and jobs_sorted[nxt].submit_time == now:
             site.submit(jobs_sorted[nxt])
             nxt += 1
@@ -70,19 +69,21 @@ def simulate(
             continue
         plan = scheduler.plan(site.view(now), now)
         site.accept(plan, now)
-        for job in plan.starts:
+        starts = plan.starts
+        for job in starts:
             k = index_of[job.job_id]
             start_time[k] = now
             end = now + job.run_time
             end_time[k] = end
-            heapq.heappush(ends, (end, seq, job.job_id))
-            seq += 1
-        if progress is not None and plan.starts:
-            started_since += len(plan.starts)
+            heappush(ends, (end, k, job.job_id))
+        if progress is not None and starts:
+            started_since += len(starts)
             if started_since >= 1000:
                 progress(started_since)
                 started_since = 0
     if progress is not None and started_since:
         progress(started_since)
+    schedule.start_time[:] = start_time
+    schedule.end_time[:] = end_time
     schedule.site[:] = 0
     return schedule

@@ -1,7 +1,15 @@
 """Claim policies: which ready metaqueue jobs a placeholder gets. Add a class here and to ``REGISTRY``."""
 
 from metasched.policy.base import build_registry
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, SiteSlots, estimate_at, fits
+from metasched.policy.claim.base import (
+    RANKING_WINDOW_JOBS,
+    ClaimPolicy,
+    ClaimWorld,
+    FreeResources,
+    SiteSlots,
+    estimate_at,
+    fits,
+)
 from metasched.policy.claim.completion_time import CompletionTimeClaim
 from metasched.policy.claim.efficacy import EfficacyClaim
 from metasched.policy.claim.fcfs import FcfsClaim
@@ -13,6 +21,7 @@ REGISTRY: dict[str, type[ClaimPolicy]] = build_registry(
 )
 
 __all__ = [
+    "RANKING_WINDOW_JOBS",
     "REGISTRY",
     "ClaimPolicy",
     "ClaimWorld",

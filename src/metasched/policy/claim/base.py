@@ -27,6 +27,9 @@ from typing import ClassVar
 
 from metasched.model.job import Job
 
+#: How many of the oldest ready jobs (by ``job_id``) a ranking policy sees, in both drivers.
+RANKING_WINDOW_JOBS = 256
+
 
 @dataclass(frozen=True, slots=True)
 class FreeResources:
@@ -95,6 +98,10 @@ class ClaimPolicy(ABC):
     key: ClassVar[str]
     #: True when :meth:`select` reads ``world`` (drivers may skip building it otherwise).
     needs_world: ClassVar[bool] = False
+    #: True when the choice among the oldest ready jobs (by ``job_id``) is the choice among all of
+    #: them whenever it finds ``limit`` jobs there: drivers may then show the oldest few first.
+    #: Otherwise drivers show the :data:`RANKING_WINDOW_JOBS` oldest ready jobs, no more, no fewer.
+    prefix_stable: ClassVar[bool] = False
 
     @abstractmethod
     def select(

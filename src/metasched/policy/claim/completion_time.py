@@ -29,6 +29,7 @@ class CompletionTimeClaim(ClaimPolicy):
 
     key: ClassVar[str] = "completion-time"
     needs_world: ClassVar[bool] = True
+    prefix_stable: ClassVar[bool] = True
 
     def select(
         self,

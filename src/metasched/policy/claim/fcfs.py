@@ -20,6 +20,7 @@ class FcfsClaim(ClaimPolicy):
     """
 
     key: ClassVar[str] = "fcfs"
+    prefix_stable: ClassVar[bool] = True
 
     def select(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -69,10 +70,22 @@ class ConservativeBackfill(LocalScheduler):
         reservations: dict[int, float] = {}
         pending: list[tuple[float, int, Job]] = []
         free = view.free_procs
-        queue = self.order.order(view, now)
+        queue = view.queue if self.order.is_arrival_order else self.order.order(view, now)
+        # Within one pass the profile only loses processors, so the first instant with ``procs``
+        # free only moves later: remember it per width and search from there (same result as a
+        # search from ``now``, without walking the saturated near future again for every job).
+        first_free: dict[int, float] = {}
+        times, frees = profile.times, profile.free
         for seq, job in enumerate(queue):
-            start = profile.earliest_fit(job.requested_procs, job.requested_time, now)
-            profile.reserve(start, job.requested_time, job.requested_procs)
+            procs = job.requested_procs
+            after = first_free.get(procs, now)
+            k = bisect_right(times, after) - 1
+            while k < len(times) and frees[k] < procs:
+                k += 1
+            if k < len(times) and times[k] > after:
+                after = times[k]
+            first_free[procs] = after
+            start = profile.place(procs, job.requested_time, after)
             if start <= now and job.requested_procs <= free:
                 starts.append(job)
                 free -= job.requested_procs
@@ -102,8 +115,7 @@ class ConservativeBackfill(LocalScheduler):
         starts = due
         seq = hint.seq
         for job in view.queue[hint.queued :]:
-            start = profile.earliest_fit(job.requested_procs, job.requested_time, now)
-            profile.reserve(start, job.requested_time, job.requested_procs)
+            start = profile.place(job.requested_procs, job.requested_time, now)
             if start <= now and job.requested_procs <= free:
                 starts.append(job)
                 free -= job.requested_procs

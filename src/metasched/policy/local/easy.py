@@ -67,7 +67,7 @@ class EasyBackfill(LocalScheduler):
 
     def _full_pass(self, view: SiteView, now: float) -> Plan:
         free = view.free_procs
-        queue = self.order.order(view, now)
+        queue = view.queue if self.order.is_arrival_order else self.order.order(view, now)
         starts: list[Job] = []
         n = len(queue)
         i = 0
@@ -128,7 +128,7 @@ class EasyBackfill(LocalScheduler):
         by_end: Sequence[RunningJob] | None = view.running_by_end
         if by_end is None:
             by_end = sorted(view.running, key=lambda r: (r.expected_end, r.job.job_id))
-        new = sorted((now + job.requested_time, job.requested_procs) for job in starts)
+        new = sorted([(now + job.requested_time, job.requested_procs) for job in starts]) if starts else []
         need = head.requested_procs
         avail = free
         shadow = now

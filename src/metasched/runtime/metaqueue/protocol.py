@@ -55,6 +55,13 @@ class Transport(ABC):
     @abstractmethod
     def bye(self, placeholder_id: str, state: str) -> None: ...
 
+    def report(
+        self, placeholder_id: str, results: list[Completion], site: str, free: FreeResources | None, limit: int
+    ) -> tuple[list[bool], ClaimResult | None]:
+        """Completions and, when ``free`` is given, the next claim (one round trip where the transport can)."""
+        accepted = self.complete(placeholder_id, results)
+        return accepted, (self.claim(placeholder_id, site, free, limit) if free is not None else None)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
 
@@ -88,6 +95,13 @@ class StoreTransport(Transport):
             )
             for r in results
         ]
+
+    def report(
+        self, placeholder_id: str, results: list[Completion], site: str, free: FreeResources | None, limit: int
+    ) -> tuple[list[bool], ClaimResult | None]:
+        return self.store.report(
+            placeholder_id, [_result(r) for r in results], claim_site=site if free else None, free=free, limit=limit
+        )
 
     def bye(self, placeholder_id: str, state: str) -> None:
         self.store.update_placeholder(placeholder_id, state=state, ended_at=time.time())
@@ -139,31 +153,45 @@ class HttpTransport(Transport):
         return {int(k): int(v) for k, v in out["held"].items()}
 
     def complete(self, placeholder_id: str, results: list[Completion]) -> list[bool]:
-        out = self._post(
-            "/v1/complete",
-            {
-                "placeholder_id": placeholder_id,
-                "results": [
-                    {
-                        "job_id": r.job_id,
-                        "attempt": r.attempt,
-                        "exit_code": r.exit_code,
-                        "start_at": r.start_at,
-                        "end_at": r.end_at,
-                        "stdout_path": r.stdout_path,
-                        "stderr_path": r.stderr_path,
-                    }
-                    for r in results
-                ],
-            },
-        )
+        out = self._post("/v1/complete", {"placeholder_id": placeholder_id, "results": [_result(r) for r in results]})
         return [bool(a) for a in out["accepted"]]
+
+    def report(
+        self, placeholder_id: str, results: list[Completion], site: str, free: FreeResources | None, limit: int
+    ) -> tuple[list[bool], ClaimResult | None]:
+        body: dict[str, Any] = {"placeholder_id": placeholder_id, "results": [_result(r) for r in results]}
+        if free is not None:
+            body["claim"] = {
+                "placeholder_id": placeholder_id,
+                "site": site,
+                "cpus": free.cpus,
+                "mem_mb": free.mem_mb,
+                "remaining_s": free.remaining_s,
+                "limit": limit,
+            }
+        out = self._post("/v1/complete", body)
+        claim = out.get("claim")
+        return [bool(a) for a in out["accepted"]], (
+            ClaimResult(claim["action"], [ClaimedJob(**j) for j in claim["jobs"]]) if claim else None
+        )
 
     def bye(self, placeholder_id: str, state: str) -> None:
         self._post("/v1/bye", {"placeholder_id": placeholder_id, "state": state})
 
     def close(self) -> None:
         self.client.close()
+
+
+def _result(r: Completion) -> dict[str, Any]:
+    return {
+        "job_id": r.job_id,
+        "attempt": r.attempt,
+        "exit_code": r.exit_code,
+        "start_at": r.start_at,
+        "end_at": r.end_at,
+        "stdout_path": r.stdout_path,
+        "stderr_path": r.stderr_path,
+    }
 
 
 def token_path() -> Path:

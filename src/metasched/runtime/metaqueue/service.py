@@ -84,10 +84,12 @@ class Result(BaseModel):
 class CompleteRequest(BaseModel):
     placeholder_id: str
     results: list[Result]
+    claim: ClaimRequest | None = Field(None, description="claim the next job(s) in the same transaction")
 
 
 class CompleteResponse(BaseModel):
     accepted: list[bool]
+    claim: ClaimResponse | None = None
 
 
 class Bye(BaseModel):
@@ -154,21 +156,21 @@ def create_app(
 
     @app.post("/v1/complete", dependencies=deps, response_model=CompleteResponse)
     def complete(req: CompleteRequest) -> CompleteResponse:
-        """Report finished runs; a report from a placeholder that no longer holds the job is refused (False)."""
+        """Report finished runs (a report from a placeholder that no longer holds the job is refused: False);
+        with ``claim``, the next claim is answered too, in the same transaction."""
+        c = req.claim
+        accepted, claimed = store.report(
+            req.placeholder_id,
+            [r.model_dump() for r in req.results],
+            claim_site=c.site if c else None,
+            free=FreeResources(c.cpus, c.mem_mb, c.remaining_s) if c else None,
+            limit=c.limit if c else 1,
+        )
         return CompleteResponse(
-            accepted=[
-                store.complete(
-                    r.job_id,
-                    req.placeholder_id,
-                    r.attempt,
-                    r.exit_code,
-                    start_at=r.start_at,
-                    end_at=r.end_at,
-                    stdout_path=r.stdout_path,
-                    stderr_path=r.stderr_path,
-                )
-                for r in req.results
-            ]
+            accepted=accepted,
+            claim=ClaimResponse(action=claimed.action, jobs=[ClaimedJobOut(**j.as_dict()) for j in claimed.jobs])
+            if claimed
+            else None,
         )
 
     @app.post("/v1/bye", dependencies=deps)

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import statistics
+import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -29,11 +30,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    insert,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.engine import make_url
 
 from metasched.model.job import Job
-from metasched.policy.claim import ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
+from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
 from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
@@ -48,7 +62,11 @@ PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+_SQLITE_LOCKS: dict[str, threading.RLock] = {}
+_SQLITE_LOCKS_GUARD = threading.Lock()
 DEFAULT_LEASE_S = 60.0
+#: How many of the oldest ready jobs a ranking claim policy (not ``prefix_stable``) sees per claim.
+RANKING_WINDOW = RANKING_WINDOW_JOBS
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
 HEAD_REVISION = "0002"
 
@@ -134,6 +152,8 @@ class Store:
         self._waits: dict[str, float] | None = None
         self._waits_at = -math.inf
         self._kinds: dict[object, str] = {}
+        with _SQLITE_LOCKS_GUARD:
+            self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
     @classmethod
     def open(cls, url: str | None = None, **kwargs: Any) -> Store:
@@ -158,7 +178,13 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        if self.is_postgres:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        # SQLite has one writer: queue this process's writers on a lock rather than in SQLite's busy
+        # handler, whose back-off sleeps (up to 100 ms) turn many threads into a convoy.
+        with self._write_lock, self.engine.begin() as conn:
             yield conn
 
     def _event(self, conn: Connection, now: float, kind: str, **kw: Any) -> None:
@@ -267,7 +293,7 @@ class Store:
         *,
         limit: int = 1,
         now: float | None = None,
-        window: int = 256,
+        window: int = 2048,
     ) -> ClaimResult:
         """Hand up to ``limit`` ready jobs to ``placeholder_id`` at ``site`` (chosen by the claim policy).
 
@@ -278,6 +304,27 @@ class Store:
         """
         now = time.time() if now is None else now
         with self._tx() as conn:
+            return self._claim(conn, site, placeholder_id, free, limit, now, window)
+
+    def _claim(
+        self,
+        conn: Connection,
+        site: str,
+        placeholder_id: str,
+        free: FreeResources,
+        limit: int,
+        now: float,
+        window: int,
+    ) -> ClaimResult:
+        chosen: list[int] = []
+        est = self.estimates(conn)
+        world = self._world(conn, placeholder_id, now, est) if self.policy.needs_world else None
+        sites = sorted({site, *(world.sites if world else ())})
+        # A prefix-stable policy (FCFS, completion-time) decides on the oldest ready jobs as it
+        # would on all of them: start small. The others rank every ready job: give them the window.
+        size = max(8, 4 * limit) if self.policy.prefix_stable else min(window, RANKING_WINDOW)
+        while True:
+            # Most claims are served by the first few ready jobs: look further only when they do not fit.
             q = (
                 select(
                     JOBS.c.id,
@@ -285,7 +332,7 @@ class Store:
                     JOBS.c.cpus,
                     JOBS.c.mem_mb,
                     JOBS.c.time_s,
-                    JOBS.c.licences,
+                    _LICENCES_TEXT,
                     JOBS.c.name,
                     JOBS.c.command,
                     JOBS.c.deadline_at,
@@ -293,100 +340,101 @@ class Store:
                 )
                 .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
                 .order_by(JOBS.c.id)
-                .limit(max(window, 4 * limit))
+                .limit(size)
             )
             if self.is_postgres:
                 q = q.with_for_update(skip_locked=True)
             cands = conn.execute(q).all()
-            chosen: list[int] = []
-            if cands:
-                est = self.estimates(conn)
-                world = self._world(conn, placeholder_id, now, est) if self.policy.needs_world else None
-                sites = sorted({site, *(world.sites if world else ())})
-                ready = []
-                for r in cands:
-                    kind = self._kind(r.name, r.command)
-                    table = {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
-                    # The user's --time is the limit; without one, the learned estimate here feeds the
-                    # "fits my remaining wall time" check.
-                    requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
-                    attrs = {"mem_mb": r.mem_mb, "licences": r.licences or {}, "kind": kind, "estimates": table}
-                    attrs["user_class"] = r.user_class or "regular"
-                    if r.deadline_at is not None:
-                        attrs["deadline"] = r.deadline_at
-                    ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
-                if any(r.licences for r in cands):
-                    free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
-                chosen = self.policy.select(ready, site, free, now, limit, world)
-            if not chosen:
-                busy = conn.execute(
-                    select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
-                ).first()
-                self._seen(conn, placeholder_id, now)
-                return ClaimResult("wait" if busy else "exit")
-            lease = now + self.lease_s
-            conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id.in_(chosen), JOBS.c.state == JobState.QUEUED)
-                .values(
-                    state=JobState.RUNNING,
-                    site=site,
-                    placeholder_id=placeholder_id,
-                    attempts=JOBS.c.attempts + 1,
-                    lease_until=lease,
-                    start_at=now,
-                    end_at=None,
-                    exit_code=None,
-                    reason="",
-                )
-            )
-            rows = conn.execute(
-                select(
-                    JOBS.c.id,
-                    JOBS.c.attempts,
-                    JOBS.c.name,
-                    JOBS.c.command,
-                    JOBS.c.cwd,
-                    JOBS.c.env,
-                    JOBS.c.cpus,
-                    JOBS.c.mem_mb,
-                    JOBS.c.time_s,
-                ).where(JOBS.c.id.in_(chosen))
-            ).all()
-            by_id = {r.id: r for r in rows}
-            conn.execute(
-                insert(EVENTS),
-                [
-                    {
-                        "at": now,
-                        "kind": "claim",
-                        "job_id": j,
-                        "placeholder_id": placeholder_id,
-                        "site": site,
-                        "detail": "",
-                    }
-                    for j in chosen
-                ],
-            )
+            if not cands:
+                break
+            lic = [_licences(r[5]) for r in cands]
+            ready = []
+            for i, r in enumerate(cands):
+                kind = self._kind(r.name, r.command)
+                table = {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
+                # The user's --time is the limit; without one, the learned estimate here feeds the
+                # "fits my remaining wall time" check.
+                requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
+                attrs = {"mem_mb": r.mem_mb, "licences": lic[i], "kind": kind, "estimates": table}
+                attrs["user_class"] = r.user_class or "regular"
+                if r.deadline_at is not None:
+                    attrs["deadline"] = r.deadline_at
+                ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
+            if any(lic):
+                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
+            chosen = self.policy.select(ready, site, free, now, limit, world)
+            if len(chosen) >= limit or len(cands) < size or size >= window or not self.policy.prefix_stable:
+                break
+            size = min(window, size * 8)
+        if not chosen:
+            busy = conn.execute(
+                select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
+            ).first()
             self._seen(conn, placeholder_id, now)
-            return ClaimResult(
-                "job",
-                [
-                    ClaimedJob(
-                        j,
-                        by_id[j].attempts,
-                        by_id[j].name,
-                        by_id[j].command,
-                        by_id[j].cwd,
-                        dict(by_id[j].env or {}),
-                        by_id[j].cpus,
-                        by_id[j].mem_mb,
-                        by_id[j].time_s,
-                        lease,
-                    )
-                    for j in chosen
-                ],
+            return ClaimResult("wait" if busy else "exit")
+        lease = now + self.lease_s
+        conn.execute(
+            update(JOBS)
+            .where(JOBS.c.id.in_(chosen), JOBS.c.state == JobState.QUEUED)
+            .values(
+                state=JobState.RUNNING,
+                site=site,
+                placeholder_id=placeholder_id,
+                attempts=JOBS.c.attempts + 1,
+                lease_until=lease,
+                start_at=now,
+                end_at=None,
+                exit_code=None,
+                reason="",
             )
+        )
+        rows = conn.execute(
+            select(
+                JOBS.c.id,
+                JOBS.c.attempts,
+                JOBS.c.name,
+                JOBS.c.command,
+                JOBS.c.cwd,
+                JOBS.c.env,
+                JOBS.c.cpus,
+                JOBS.c.mem_mb,
+                JOBS.c.time_s,
+            ).where(JOBS.c.id.in_(chosen))
+        ).all()
+        by_id = {r.id: r for r in rows}
+        conn.execute(
+            insert(EVENTS),
+            [
+                {
+                    "at": now,
+                    "kind": "claim",
+                    "job_id": j,
+                    "placeholder_id": placeholder_id,
+                    "site": site,
+                    "detail": "",
+                }
+                for j in chosen
+            ],
+        )
+        self._seen(conn, placeholder_id, now)
+        return ClaimResult(
+            "job",
+            [
+                ClaimedJob(
+                    j,
+                    by_id[j].attempts,
+                    by_id[j].name,
+                    by_id[j].command,
+                    by_id[j].cwd,
+                    dict(by_id[j].env or {}),
+                    by_id[j].cpus,
+                    by_id[j].mem_mb,
+                    by_id[j].time_s,
+                    lease,
+                )
+                for j in chosen
+            ],
+        )
 
     def estimates(self, conn: Connection | None = None) -> Estimates:
         """The run-time estimates per (kind, site): fixed, or learned from done jobs (cached ``learn_every_s``)."""
@@ -529,59 +577,110 @@ class Store:
         ``failed`` and every (transitive) dependent is ``dep_failed``.
         """
         now = time.time() if now is None else now
-        state = JobState.DONE if exit_code == 0 else JobState.FAILED
         with self._tx() as conn:
-            res = conn.execute(
-                update(JOBS)
-                .where(
-                    JOBS.c.id == job_id,
-                    JOBS.c.placeholder_id == placeholder_id,
-                    JOBS.c.attempts == attempt,
-                    JOBS.c.state == JobState.RUNNING,
-                )
-                .values(
-                    state=state,
-                    exit_code=exit_code,
-                    end_at=end_at if end_at is not None else now,
-                    start_at=start_at if start_at is not None else JOBS.c.start_at,
-                    lease_until=None,
-                    stdout_path=stdout_path,
-                    stderr_path=stderr_path,
-                    reason="" if exit_code == 0 else f"exit code {exit_code}",
-                )
+            return self._complete(
+                conn, job_id, placeholder_id, attempt, exit_code, start_at, end_at, stdout_path, stderr_path, now
             )
-            if res.rowcount != 1:
-                self._event(
-                    conn,
-                    now,
-                    "stale_complete",
-                    job_id=job_id,
-                    placeholder_id=placeholder_id,
-                    detail=f"attempt {attempt} exit {exit_code}",
-                )
-                return False
+
+    def _complete(
+        self,
+        conn: Connection,
+        job_id: int,
+        placeholder_id: str,
+        attempt: int,
+        exit_code: int,
+        start_at: float | None,
+        end_at: float | None,
+        stdout_path: str | None,
+        stderr_path: str | None,
+        now: float,
+    ) -> bool:
+        state = JobState.DONE if exit_code == 0 else JobState.FAILED
+        res = conn.execute(
+            update(JOBS)
+            .where(
+                JOBS.c.id == job_id,
+                JOBS.c.placeholder_id == placeholder_id,
+                JOBS.c.attempts == attempt,
+                JOBS.c.state == JobState.RUNNING,
+            )
+            .values(
+                state=state,
+                exit_code=exit_code,
+                end_at=end_at if end_at is not None else now,
+                start_at=start_at if start_at is not None else JOBS.c.start_at,
+                lease_until=None,
+                stdout_path=stdout_path,
+                stderr_path=stderr_path,
+                reason="" if exit_code == 0 else f"exit code {exit_code}",
+            )
+        )
+        if res.rowcount != 1:
             self._event(
                 conn,
                 now,
-                "done" if exit_code == 0 else "failed",
+                "stale_complete",
                 job_id=job_id,
                 placeholder_id=placeholder_id,
-                detail=f"exit {exit_code}",
+                detail=f"attempt {attempt} exit {exit_code}",
             )
+            return False
+        self._event(
+            conn,
+            now,
+            "done" if exit_code == 0 else "failed",
+            job_id=job_id,
+            placeholder_id=placeholder_id,
+            detail=f"exit {exit_code}",
+        )
+        conn.execute(
+            update(PLACEHOLDERS)
+            .where(PLACEHOLDERS.c.id == placeholder_id)
+            .values(jobs_run=PLACEHOLDERS.c.jobs_run + 1, last_seen_at=now)
+        )
+        if state == JobState.DONE:
             conn.execute(
-                update(PLACEHOLDERS)
-                .where(PLACEHOLDERS.c.id == placeholder_id)
-                .values(jobs_run=PLACEHOLDERS.c.jobs_run + 1, last_seen_at=now)
+                update(JOBS)
+                .where(JOBS.c.id.in_(select(DEPS.c.job_id).where(DEPS.c.after_id == job_id)))
+                .values(pending_deps=JOBS.c.pending_deps - 1)
             )
-            if state == JobState.DONE:
-                conn.execute(
-                    update(JOBS)
-                    .where(JOBS.c.id.in_(select(DEPS.c.job_id).where(DEPS.c.after_id == job_id)))
-                    .values(pending_deps=JOBS.c.pending_deps - 1)
-                )
-            else:
-                self._cascade_failure(conn, [job_id], now)
+        else:
+            self._cascade_failure(conn, [job_id], now)
         return True
+
+    def report(
+        self,
+        placeholder_id: str,
+        results: Sequence[Mapping[str, Any]],
+        *,
+        claim_site: str | None = None,
+        free: FreeResources | None = None,
+        limit: int = 1,
+        now: float | None = None,
+    ) -> tuple[list[bool], ClaimResult | None]:
+        """Completions (dicts with the :meth:`complete` arguments) and, if ``claim_site``, the next claim, in one
+        transaction: one round trip and one commit per finished job instead of two."""
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            accepted = [
+                self._complete(
+                    conn,
+                    int(r["job_id"]),
+                    placeholder_id,
+                    int(r["attempt"]),
+                    int(r["exit_code"]),
+                    r.get("start_at"),
+                    r.get("end_at"),
+                    r.get("stdout_path"),
+                    r.get("stderr_path"),
+                    now,
+                )
+                for r in results
+            ]
+            claimed = None
+            if claim_site is not None and free is not None:
+                claimed = self._claim(conn, claim_site, placeholder_id, free, limit, now, 2048)
+        return accepted, claimed
 
     def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
         names = dict(conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.id.in_(roots))).all())
@@ -895,6 +994,18 @@ class Store:
             )
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
+
+
+_LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
+
+
+def _licences(text: Any) -> dict[str, int]:
+    # Read as text: most jobs need no licence, and decoding "{}" thousands of times is wasted work.
+    # (psycopg decodes json columns itself, so a dict may arrive here.)
+    if not text or text == "{}":
+        return {}
+    value = json.loads(text) if isinstance(text, str) else text
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _chunks(items: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:
