@@ -74,3 +74,19 @@ def test_invariants(specs: list[tuple[float, float, float, int]], na: int, nb: i
             spans = [(sched.start_time[i], sched.end_time[i]) for i in range(len(jobs)) if sched.site[i] == s]
             for t, _e in spans:
                 assert sum(1 for (x, y) in spans if x <= t < y) <= cap
+
+
+def test_ranking_policies_see_the_oldest_window_as_in_the_store() -> None:
+    from metasched.policy.claim import RANKING_WINDOW_JOBS, EfficacyClaim
+
+    seen: list[int] = []
+
+    class Spy(EfficacyClaim):
+        def select(self, ready, site, free, now, limit=1, world=None):  # type: ignore[no-untyped-def]
+            seen.append(len(ready))
+            assert max(j.job_id for j in ready) <= min(j.job_id for j in ready) + RANKING_WINDOW_JOBS
+            return super().select(ready, site, free, now, limit, world)
+
+    jobs = [job(i, {"A": 1.0}) for i in range(1, RANKING_WINDOW_JOBS + 40)]
+    simulate_claims(jobs, [PlaceholderSite("A", 1)], Spy())
+    assert seen[0] == RANKING_WINDOW_JOBS and max(seen) == RANKING_WINDOW_JOBS
