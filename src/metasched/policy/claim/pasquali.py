@@ -105,13 +105,17 @@ class PasqualiClaim(ClaimPolicy):
         q = self.queue(ready, site, free, now)
         ls = self.deadline.deltas(q) + self.licences.deltas(q)
         ctx = MsContext(mean_margin=None, n_licence_types=q.uses.shape[1])
+        points: dict[str, float] = {}
         prio = {}
         for r, j in enumerate(ready):
             cls = str(j.attrs.get("user_class", "regular")).lower()
-            if cls not in USER_CLASSES:
-                raise ValueError(f"job {j.job_id}: unknown user class {cls!r} (known: {', '.join(USER_CLASSES)})")
-            # UserClassPriority reads the class from the job's JobQos, as in the simulator.
-            qos = JobQos(j.attrs.get("deadline"), 0, UserClass[cls.upper()], 1.0)
-            prio[j.job_id] = self.user.delta(j.copy(attrs={**j.attrs, QOS_KEY: qos}), ctx) + float(ls[r])
+            if cls not in points:
+                if cls not in USER_CLASSES:
+                    raise ValueError(f"job {j.job_id}: unknown user class {cls!r} (known: {', '.join(USER_CLASSES)})")
+                # UserClassPriority reads the class from a job's JobQos, as in the simulator; its value
+                # depends on the class only, so it is asked once per class.
+                qos = JobQos(None, 0, UserClass[cls.upper()], 1.0)
+                points[cls] = self.user.delta(j.copy(attrs={QOS_KEY: qos}), ctx)
+            prio[j.job_id] = points[cls] + float(ls[r])
         keyed = sorted(ready, key=lambda j: (-prio[j.job_id], j.submit_time, j.job_id))
         return first_fit(keyed, free, limit)
