@@ -28,3 +28,8 @@ from metasched.cli import simulate as _simulate  # noqa: E402,F401
 
 def main() -> None:
     app()
+
+
+from metasched.cli import trace as _trace  # noqa: E402
+
+app.add_typer(_trace.app, name="trace")

@@ -1,1 +1,1 @@
-"""report."""
+"""Tables and figures of results."""

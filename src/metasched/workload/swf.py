@@ -1,0 +1,428 @@
+"""Standard Workload Format (SWF): streamed reader, normaliser and writer.
+
+Source: the Parallel Workloads Archive's format definition (Feitelson et al., "Experience with using
+the Parallel Workloads Archive", JPDC 2014, and https://www.cs.huji.ac.il/labs/parallel/workload/swf.html).
+A file is header comment lines starting with ``;`` (``; Key: value``) and one line per job of 18
+whitespace-separated numeric fields (:data:`FIELDS`); ``-1`` means unknown. ``.swf`` and ``.swf.gz``
+are both read (gzip is recognised by the ``.gz`` suffix or by its magic bytes) and written (by suffix).
+
+Normalisation (:func:`normalise`), applied by :func:`read_swf`:
+
+* **processors** = max(allocated, requested processors);
+* **estimate** (``requested_time``) = the requested time, or the run time where the requested time is
+  unknown (any negative value counts as unknown, not only -1);
+* a job whose run time is unknown (negative) is dropped, reason ``"unknown run time"``; a job with no
+  processors (width <= 0 after the max) is dropped, reason ``"no processors"``. Drops are counted in
+  :attr:`Workload.dropped`, never silent;
+* an estimate of 0 seconds becomes 1 second: the simulator plans with ``requested_time > 0`` because a
+  zero-length reservation would hold no processors at all, so a job could be "reserved" on a machine
+  that is full (its start could never be protected);
+* by default a job is killed at its requested time: ``run_time = min(run, estimate)`` (batch systems
+  enforce the wall-time limit; traces record a few seconds of overrun from the kill latency).
+  ``allow_overrun=True`` keeps the recorded run time, which may then exceed the estimate;
+* the job id is the SWF job number; ids must be unique;
+* jobs are sorted stably by ``(submit_time, job_id)``. The archive's traces are already sorted by
+  submit time; a trace whose submit times go backwards is accepted and sorted, and that is noted in
+  :attr:`Workload.notes`.
+
+Malformed input raises :class:`SwfError` naming the file and line: wrong field count, a non-numeric
+(or non-finite) field, a non-integral job number or processor count, a negative submit time, a
+duplicate job number, a job wider than the machine (when the machine size is known from the header
+or the caller).
+
+Fields that :class:`~metasched.model.Job` does not keep (wait time, average CPU time, memory,
+allocated processors) are not retained; :func:`write_swf` writes ``-1`` there, or the simulated wait
+when start times are given. ``home_site``, ``app_class`` and ``attrs`` have no SWF field and are not
+written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, NamedTuple, cast
+
+from metasched.model import Job
+
+__all__ = [
+    "FIELDS",
+    "SwfError",
+    "SwfRecord",
+    "Workload",
+    "iter_records",
+    "normalise",
+    "read_header",
+    "read_swf",
+    "write_swf",
+]
+
+FIELDS: tuple[str, ...] = (
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_procs",
+    "average_cpu_time",
+    "used_memory",
+    "requested_procs",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user_id",
+    "group_id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
+"""The 18 SWF fields, in file order."""
+
+N_FIELDS = len(FIELDS)
+
+DROP_UNKNOWN_RUN = "unknown run time"
+DROP_NO_PROCS = "no processors"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class SwfError(ValueError):
+    """Malformed SWF input; the message names the file and, when there is one, the line."""
+
+    def __init__(self, source: str, line: int | None, message: str) -> None:
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")
+        self.source = source
+        self.line = line
+
+
+class SwfRecord(NamedTuple):
+    """One raw job line: its 1-based line number and its 18 fields as floats (-1 = unknown)."""
+
+    line: int
+    fields: tuple[float, ...]
+
+
+@dataclass(slots=True)
+class Workload:
+    """A normalised trace.
+
+    ``records`` counts the job lines read; ``len(jobs) + sum(dropped.values()) == records``.
+    ``max_procs`` is the machine size: the caller's value, else the header's ``MaxProcs``, else its
+    ``MaxNodes``, else the widest job seen. ``header`` maps each ``; Key: value`` key to its value
+    (repeated keys, like ``Queue`` or ``Note``, are joined with newlines; continuation lines without a
+    key are appended to the previous key's value, up to a bare ``;`` line; other free-text comments are
+    not kept).
+    """
+
+    jobs: list[Job]
+    header: dict[str, str] = field(default_factory=dict)
+    max_procs: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    source: str = ""
+    records: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def _open_text(path: str | os.PathLike[str]) -> IO[str]:
+    p = Path(path)
+    with open(p, "rb") as probe:
+        magic = probe.read(2)
+    if p.suffix == ".gz" or magic == _GZIP_MAGIC:
+        # latin-1 never fails: some archive headers carry non-UTF-8 names.
+        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="latin-1", newline=None)
+    return open(p, encoding="latin-1", newline=None)
+
+
+def _parse_header_line(text: str, header: dict[str, str], last_key: list[str]) -> None:
+    body = text[1:] if text.startswith(";") else text
+    # A key line is "; Key: value" (one space at most before the key, the key one word, a blank or
+    # nothing after the colon); anything else, like an indented "http://..." line, continues the
+    # previous key.
+    indented = body.startswith("  ") or body.startswith("\t")
+    body = body.strip()
+    if not body:  # a bare ";" ends the previous key's continuation lines
+        last_key.clear()
+        return
+    key, sep, value = body.partition(":")
+    if not indented and sep and key.replace("_", "").replace("-", "").isalnum() and (not value or value[0] in " \t"):
+        value = value.strip()
+        header[key] = f"{header[key]}\n{value}" if key in header else value
+        last_key[:] = [key]
+    elif last_key:  # continuation line of the previous key
+        k = last_key[0]
+        header[k] = f"{header[k]}\n{body}"
+
+
+def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None = None) -> Iterator[SwfRecord]:
+    """Yield the job lines of ``path`` as :class:`SwfRecord`, streaming (O(1) memory).
+
+    Comment lines fill ``header`` when a dict is given (the header precedes the jobs, so it is complete
+    when the first record is yielded). Blank lines are skipped. Raises :class:`SwfError` on a line
+    without 18 fields or with a non-numeric or non-finite field.
+    """
+    source = str(path)
+    last_key: list[str] = []
+    isfinite = math.isfinite
+    with _open_text(path) as fh:
+        for lineno, text in enumerate(fh, start=1):
+            parts = text.split()
+            if not parts:
+                continue
+            if parts[0][0] == ";":
+                if header is not None:
+                    _parse_header_line(text.strip(), header, last_key)
+                continue
+            if len(parts) != N_FIELDS:
+                raise SwfError(source, lineno, f"expected {N_FIELDS} fields, found {len(parts)}")
+            try:
+                values = tuple(map(float, parts))
+            except ValueError:
+                values = ()
+            if not values or not all(map(isfinite, values)):
+                for name, raw in zip(FIELDS, parts, strict=True):
+                    try:
+                        ok = isfinite(float(raw))
+                    except ValueError:
+                        ok = False
+                    if not ok:
+                        raise SwfError(source, lineno, f"field {name!r} is not a finite number: {raw!r}") from None
+            yield SwfRecord(lineno, values)
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The header mapping of ``path`` (reads only up to the first job line)."""
+    header: dict[str, str] = {}
+    for _ in iter_records(path, header=header):
+        break
+    return header
+
+
+def _leading_int(value: str | None) -> int | None:
+    """``"338 (batch partition; 512 total)"`` -> 338; None when there is no leading integer."""
+    if not value:
+        return None
+    token = value.split()[0] if value.split() else ""
+    try:
+        n = int(token)
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def header_max_procs(header: Mapping[str, str]) -> int | None:
+    """Machine size from a header: ``MaxProcs``, else ``MaxNodes``, else None."""
+    return _leading_int(header.get("MaxProcs")) or _leading_int(header.get("MaxNodes"))
+
+
+def normalise(
+    records: Iterable[SwfRecord],
+    *,
+    allow_overrun: bool = False,
+    max_procs: int | None = None,
+    source: str = "<records>",
+) -> tuple[list[Job], dict[str, int], int, list[str]]:
+    """Turn raw records into jobs by the rules of the module docstring.
+
+    Returns ``(jobs, dropped, records_seen, notes)``; ``jobs`` is sorted stably by
+    ``(submit_time, job_id)``. Invariant: ``len(jobs) + sum(dropped.values()) == records_seen``.
+    """
+    jobs: list[Job] = []
+    append = jobs.append
+    dropped_run = 0
+    dropped_procs = 0
+    n = 0
+    seen_ids: set[int] = set()
+    last_submit = -math.inf
+    backwards = 0
+    first_backwards: int | None = None
+    for lineno, f in records:
+        n += 1
+        number = f[0]
+        job_id = int(number)
+        if job_id != number:
+            raise SwfError(source, lineno, f"job number {number!r} is not an integer")
+        if job_id in seen_ids:
+            raise SwfError(source, lineno, f"duplicate job number {job_id}")
+        seen_ids.add(job_id)
+        submit = f[1]
+        if submit < 0:
+            raise SwfError(source, lineno, f"negative submit time {submit:g} (job {job_id})")
+        if submit < last_submit:
+            backwards += 1
+            if first_backwards is None:
+                first_backwards = lineno
+        else:
+            last_submit = submit
+        alloc, req = f[4], f[7]
+        procs_f = alloc if alloc > req else req
+        procs = int(procs_f)
+        if procs != procs_f:
+            raise SwfError(source, lineno, f"processor count {procs_f!r} is not an integer (job {job_id})")
+        if max_procs is not None and procs > max_procs:
+            raise SwfError(
+                source, lineno, f"job {job_id} uses {procs} processors, wider than the machine ({max_procs})"
+            )
+        run = f[3]
+        if run < 0:
+            dropped_run += 1
+            continue
+        if procs <= 0:
+            dropped_procs += 1
+            continue
+        estimate = f[8]
+        if estimate < 0:
+            estimate = run
+        if estimate <= 0:
+            estimate = 1.0
+        if not allow_overrun and run > estimate:
+            run = estimate
+        append(
+            Job(
+                job_id,
+                submit,
+                run,
+                estimate,
+                procs,
+                int(f[11]),
+                int(f[12]),
+                int(f[13]),
+                int(f[14]),
+                int(f[15]),
+                int(f[10]),
+                int(f[16]),
+                f[17],
+            )
+        )
+    dropped: dict[str, int] = {}
+    if dropped_run:
+        dropped[DROP_UNKNOWN_RUN] = dropped_run
+    if dropped_procs:
+        dropped[DROP_NO_PROCS] = dropped_procs
+    notes: list[str] = []
+    if backwards:
+        notes.append(
+            f"{source}: submit times go backwards on {backwards} line(s) (first at line {first_backwards}); "
+            "jobs were sorted by (submit_time, job_id)"
+        )
+    jobs.sort(key=lambda j: (j.submit_time, j.job_id))
+    return jobs, dropped, n, notes
+
+
+def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_procs: int | None = None) -> Workload:
+    """Read and normalise an SWF (or gzipped SWF) file; see the module docstring for the rules.
+
+    ``max_procs`` overrides the header's machine size. Raises :class:`SwfError` on malformed input
+    and ``FileNotFoundError`` when the file is missing.
+    """
+    source = str(path)
+    header: dict[str, str] = {}
+    records = iter_records(path, header=header)
+    # The header precedes the first job line: pull one record so the header is known before
+    # checking widths against the machine size.
+    first = next(records, None)
+    declared = max_procs if max_procs is not None else header_max_procs(header)
+    if max_procs is not None and max_procs <= 0:
+        raise ValueError(f"max_procs must be positive, got {max_procs}")
+
+    def chained() -> Iterator[SwfRecord]:
+        if first is not None:
+            yield first
+            yield from records
+
+    jobs, dropped, n, notes = normalise(chained(), allow_overrun=allow_overrun, max_procs=declared, source=source)
+    size = declared if declared is not None else max((j.requested_procs for j in jobs), default=0)
+    return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+
+def _num(x: float) -> str:
+    """Shortest text that reads back to exactly ``x`` (integers without a decimal point)."""
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return repr(float(x))
+
+
+def _lookup(values: Sequence[float] | Mapping[int, float], job: Job, index: int) -> float:
+    if isinstance(values, Mapping):
+        return float(values[job.job_id])
+    return float(values[index])
+
+
+def write_swf(
+    path: str | os.PathLike[str],
+    jobs: Iterable[Job],
+    *,
+    header: Mapping[str, str] | None = None,
+    start_time: Sequence[float] | Mapping[int, float] | None = None,
+    end_time: Sequence[float] | Mapping[int, float] | None = None,
+) -> None:
+    """Write ``jobs`` as SWF (gzipped when ``path`` ends in ``.gz``).
+
+    ``header`` lines are written as ``; Key: value`` (multi-line values give one line each).
+    ``start_time`` / ``end_time`` (aligned with ``jobs``, or mappings by ``job_id``) are a simulated
+    schedule: the wait field becomes ``start - submit`` and, with ``end_time``, the run field becomes
+    ``end - start``. Without them the wait field is ``-1``.
+
+    Round trip: ``read_swf(path, allow_overrun=True).jobs`` equals the (normalised, submit-sorted)
+    jobs written, field for field, except ``home_site``, ``app_class`` and ``attrs``, which SWF does not
+    carry.
+    """
+    p = Path(path)
+    raw = cast(IO[bytes], gzip.open(p, "wb", compresslevel=6) if p.suffix == ".gz" else open(p, "wb"))  # noqa: SIM115
+    with raw, io.TextIOWrapper(raw, encoding="latin-1", newline="\n") as out:
+        for key, value in (header or {}).items():
+            for part in str(value).split("\n"):
+                out.write(f"; {key}: {part}\n".replace(": \n", ":\n"))
+        if header:
+            out.write(";\n")
+        lines: list[str] = []
+        num = _num
+        for i, job in enumerate(jobs):
+            wait = -1.0
+            run = job.run_time
+            if start_time is not None:
+                start = _lookup(start_time, job, i)
+                wait = start - job.submit_time
+                if end_time is not None:
+                    run = _lookup(end_time, job, i) - start
+            p_ = str(job.requested_procs)
+            lines.append(
+                " ".join(
+                    (
+                        str(job.job_id),
+                        num(job.submit_time),
+                        num(wait),
+                        num(run),
+                        p_,
+                        "-1",
+                        "-1",
+                        p_,
+                        num(job.requested_time),
+                        "-1",
+                        str(job.status),
+                        str(job.user_id),
+                        str(job.group_id),
+                        str(job.executable),
+                        str(job.queue),
+                        str(job.partition),
+                        str(job.preceding_job),
+                        num(job.think_time),
+                    )
+                )
+            )
+            if len(lines) >= 4096:
+                out.write("\n".join(lines) + "\n")
+                lines.clear()
+        if lines:
+            out.write("\n".join(lines) + "\n")
