@@ -7,3 +7,4 @@ import typer
 app = typer.Typer(help="Reproduce and extend the papers' experiments (CSV + PNG + summary).", no_args_is_help=True)
 
 # One import line per experiment module (each defines an ``@app.command``).
+from metasched.cli import exp_sabin2003 as _exp_sabin2003  # noqa: E402,F401

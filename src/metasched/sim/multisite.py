@@ -16,6 +16,10 @@ its starts arbitrated; a cancellation, denial or kill changes a site again, so p
 until no site changed (each repeat removes a copy, so this ends). A site where no queued copy fits
 the free processors is not planned (no local scheduler could start anything there).
 
+A site asked about a copy (a start elsewhere) answers from its latest plan, as a remote batch
+system would answer from the schedule it holds: a cancellation or an early end since then leaves
+those reservations feasible, if perhaps later than a new pass would give (an arrival ahead in an
+efficacy queue may also make one optimistic until the site's next pass).
 Plans are cached: a site's plan is recomputed only after its queue or running set changed
 otherwise than by starting the plan's own starts (which leaves the other reservations as they
 were for any queue order that does not depend on ``now``, as FCFS and efficacy do);
@@ -310,12 +314,15 @@ class _Driver:
             profile.reserve(at, job.requested_time, job.requested_procs)
 
     def _expected_start(self, t: int, job_id: int) -> float:
+        """Site ``t``'s answer for ``job_id``: its latest plan's start for it (``now`` when that
+        plan starts it). A site that has not planned since the copy arrived plans first."""
         st = self.state[t]
-        if not st.fresh or self.check:
+        if job_id not in st.start_ids and job_id not in st.plan.reservations:
             self._plan(t)
         if job_id in st.start_ids:
             return self.now
-        return st.plan.reservations.get(job_id, math.inf)
+        at = st.plan.reservations.get(job_id, math.inf)
+        return at if at > self.now else self.now
 
     # -- submission ----------------------------------------------------------------------------
 
