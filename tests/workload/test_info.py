@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from metasched.cli.main import app
 from metasched.model import Job
+from metasched.workload.generate import synthetic
 from metasched.workload.info import describe, quantile, width_bucket
 from metasched.workload.swf import read_swf
 
@@ -69,3 +70,24 @@ def test_cli_trace_info_error_names_line(data_dir: Path) -> None:
     result = CliRunner().invoke(app, ["trace", "info", str(data_dir / "swf_bad_non_numeric.swf")])
     assert result.exit_code == 2
     assert "swf_bad_non_numeric.swf:3" in result.output
+
+
+@pytest.mark.parametrize("kind", ["synthetic", "ctc"])
+def test_cli_trace_generate_is_deterministic(tmp_path: Path, kind: str) -> None:
+    runner = CliRunner()
+    outs = [tmp_path / f"{kind}{i}.swf" for i in range(2)]
+    for out in outs:
+        result = runner.invoke(app, ["trace", "generate", str(out), "--kind", kind, "--jobs", "200", "--seed", "4"])
+        assert result.exit_code == 0, result.output
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    w = read_swf(outs[0])
+    assert len(w.jobs) == 200 and w.dropped == {}
+    assert w.max_procs == (256 if kind == "synthetic" else 338)
+    if kind == "synthetic":
+        assert w.jobs == synthetic(200, 256, seed=4)
+
+
+def test_cli_trace_generate_rejects_unknown_kind(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["trace", "generate", str(tmp_path / "x.swf"), "--kind", "nope"])
+    assert result.exit_code == 2
+    assert "unknown kind" in result.output

@@ -32,3 +32,39 @@ def test_shared_trace_reads(path) -> None:  # type: ignore[no-untyped-def]
     submits = [j.submit_time for j in w.jobs]
     assert submits == sorted(submits)
     assert "UnixStartTime" in w.header
+
+
+def test_engines_agree_on_a_real_trace() -> None:
+    """The vectorised and the streaming engines give the same KTH workload, with and without overrun."""
+    from metasched.workload.swf import read_swf_python
+
+    kth = [p for p in TRACES if p.name.startswith("KTH")]
+    if not kth:
+        pytest.skip("KTH-SP2 trace not in the shared traces")
+    for overrun in (False, True):
+        fast, slow = read_swf(kth[0], allow_overrun=overrun), read_swf_python(kth[0], allow_overrun=overrun)
+        assert fast.jobs == slow.jobs
+        assert (fast.header, fast.dropped, fast.records) == (slow.header, slow.dropped, slow.records)
+
+
+def test_ctc_like_resampled_from_ctc_keeps_its_distributions() -> None:
+    from metasched.workload.generate import ctc_like
+    from metasched.workload.info import describe
+
+    ctc = [p for p in TRACES if p.name.startswith("CTC")]
+    if not ctc:
+        pytest.skip("CTC-SP2 trace not in the shared traces")
+    source = read_swf(ctc[0])
+    real = describe(source)
+    syn = describe(ctc_like(10_000, seed=11, source_jobs=source.jobs), procs=source.max_procs)
+    assert syn["serial_fraction"] == pytest.approx(real["serial_fraction"], abs=0.02)
+    assert syn["power_of_two_fraction"] == pytest.approx(real["power_of_two_fraction"], abs=0.02)
+    assert syn["run_time"]["p50"] == pytest.approx(real["run_time"]["p50"], rel=0.15)
+    assert syn["span_s"] / 9_999 == pytest.approx(real["span_s"] / (real["jobs"] - 1), rel=0.15)
+    # the built-in tables describe the same trace
+    par = describe(ctc_like(10_000, seed=11), procs=source.max_procs)
+    assert par["serial_fraction"] == pytest.approx(real["serial_fraction"], abs=0.02)
+    assert par["run_time"]["p50"] == pytest.approx(real["run_time"]["p50"], rel=0.15)
+    assert par["estimate_accuracy"]["exact_fraction"] == pytest.approx(
+        real["estimate_accuracy"]["exact_fraction"], abs=0.03
+    )

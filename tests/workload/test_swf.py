@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from metasched.model import Job
 from metasched.workload.swf import (
@@ -89,7 +90,7 @@ def test_unsorted_is_sorted_and_noted(data_dir: Path) -> None:
     [
         ("swf_bad_field_count.swf", 3, "expected 18 fields, found 17"),
         ("swf_bad_non_numeric.swf", 3, "'run_time' is not a finite number: 'ten'"),
-        ("swf_bad_too_wide.swf", 3, "8 processors, wider than the machine (4)"),
+        ("swf_bad_too_wide.swf", 3, "8 processors, wider than the machine (4;"),
         ("swf_bad_negative_submit.swf", 3, "negative submit time"),
         ("swf_bad_duplicate_id.swf", 3, "duplicate job number 1"),
         ("swf_bad_fractional_procs.swf", 2, "not an integer"),
@@ -164,6 +165,114 @@ def test_write_schedule_fills_wait_and_run(tmp_path: Path) -> None:
     assert recs[1].fields[4] == recs[1].fields[7] == 1
 
 
+def test_write_rejects_broken_schedule(tmp_path: Path) -> None:
+    jobs = [Job(1, 10.0, 5.0, 5.0, 1)]
+    with pytest.raises(ValueError, match="before its submit"):
+        write_swf(tmp_path / "a.swf", jobs, start_time=[9.0])
+    with pytest.raises(ValueError, match="ends before it starts"):
+        write_swf(tmp_path / "b.swf", jobs, start_time=[10.0], end_time=[9.5])
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         read_swf(tmp_path / "nope.swf")
+
+
+# ---------------------------------------------------------------- the two engines agree
+
+
+def _same(path: Path, **kw: object) -> None:
+    from metasched.workload.swf import read_swf_python
+
+    try:
+        fast = read_swf(path, **kw)  # type: ignore[arg-type]
+    except SwfError as err:
+        with pytest.raises(SwfError) as ref:
+            read_swf_python(path, **kw)  # type: ignore[arg-type]
+        assert str(ref.value) == str(err)
+        return
+    slow = read_swf_python(path, **kw)  # type: ignore[arg-type]
+    assert fast.jobs == slow.jobs
+    assert (fast.header, fast.dropped, fast.records, fast.notes, fast.max_procs) == (
+        slow.header,
+        slow.dropped,
+        slow.records,
+        slow.notes,
+        slow.max_procs,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[1] / "data").glob("swf_*.swf")))
+@pytest.mark.parametrize("overrun", [False, True])
+def test_engines_agree_on_fixtures(data_dir: Path, name: str, overrun: bool) -> None:
+    _same(data_dir / name, allow_overrun=overrun)
+
+
+_FIELD = st.sampled_from(["-1", "0", "1", "2", "7", "64", "100", "3600", "2.5", "-3"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(st.lists(_FIELD, min_size=16, max_size=16), max_size=12),
+    submits=st.lists(st.integers(-1, 50), min_size=12, max_size=12),
+    ids=st.lists(st.integers(1, 15), min_size=12, max_size=12),
+    header=st.sampled_from(["", "; MaxProcs: 64\n", "; MaxNodes: 8\n"]),
+    mangle=st.sampled_from(["", "drop", "extra", "word", "nan"]),
+)
+def test_engines_agree_on_random_files(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[list[str]],
+    submits: list[int],
+    ids: list[int],
+    header: str,
+    mangle: str,
+) -> None:
+    lines = [" ".join([str(ids[i]), str(submits[i]), *row]) for i, row in enumerate(rows)]
+    if lines and mangle:
+        k = len(lines) // 2
+        parts = lines[k].split()
+        if mangle == "drop":
+            parts.pop()
+        elif mangle == "extra":
+            parts.append("1")
+        elif mangle == "word":
+            parts[5] = "x"
+        else:
+            parts[3] = "nan"
+        lines[k] = " ".join(parts)
+    path = tmp_path_factory.mktemp("eng") / "r.swf"
+    path.write_text(header + "".join(line + "\n" for line in lines))
+    _same(path)
+    _same(path, allow_overrun=True)
+
+
+_VALUE = st.sampled_from([-1.0, 0.0, 1.0, 3.0, 16.0, 59.0, 3600.0, 7200.5])
+_PROCS = st.sampled_from([-1.0, 0.0, 1.0, 3.0, 16.0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_VALUE, _PROCS, _PROCS, _VALUE, st.integers(0, 500)), max_size=30),
+    overrun=st.booleans(),
+)
+def test_normalise_properties(rows: list[tuple[float, float, float, float, int]], overrun: bool) -> None:
+    from metasched.workload.swf import SwfRecord, normalise
+
+    records = []
+    for i, (run, alloc, req_procs, req_time, submit) in enumerate(rows):
+        f = [-1.0] * 18
+        f[0], f[1], f[3], f[4], f[7], f[8] = i + 1, float(submit), run, alloc, req_procs, req_time
+        records.append(SwfRecord(i + 1, tuple(f)))
+    jobs, dropped, n, _ = normalise(records, allow_overrun=overrun)
+    assert n == len(rows)
+    assert len(jobs) + sum(dropped.values()) == n
+    assert dropped.get(DROP_UNKNOWN_RUN, 0) == sum(1 for r in rows if r[0] < 0)
+    assert dropped.get(DROP_NO_PROCS, 0) == sum(1 for r in rows if r[0] >= 0 and max(r[1], r[2]) <= 0)
+    assert [(j.submit_time, j.job_id) for j in jobs] == sorted((j.submit_time, j.job_id) for j in jobs)
+    for j in jobs:
+        run, alloc, req_procs, req_time, _ = rows[j.job_id - 1]
+        assert j.requested_procs == max(alloc, req_procs) > 0
+        expected_est = req_time if req_time >= 0 else run
+        expected_est = 1.0 if expected_est <= 0 else expected_est
+        assert j.requested_time == expected_est > 0
+        assert j.run_time == (run if overrun else min(run, expected_est))

@@ -206,3 +206,43 @@ def test_round_robin_balances(jobs: list[Job], n: int) -> None:
     assert max(counts, default=0) - min(counts, default=0) <= 1
     assert [j.home_site for j in out] == [i % n for i in range(len(jobs))]
     assert [j.job_id for j in out] == [j.job_id for j in jobs]
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=job_lists(), n=st.integers(1, 4))
+def test_by_home_site_partitions(jobs: list[Job], n: int) -> None:
+    groups = tf.by_home_site(tf.split_round_robin(jobs, n))
+    assert sorted(groups) == list(range(min(n, len(jobs))))
+    assert sum(map(len, groups.values())) == len(jobs)
+    for site, js in groups.items():
+        assert all(j.home_site == site for j in js)
+        assert [j.submit_time for j in js] == sorted(j.submit_time for j in js)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=job_lists(), target=st.floats(0.1, 2))
+def test_load_factor_reaches_target_offered_load(jobs: list[Job], target: float) -> None:
+    from metasched.workload.info import offered_load
+
+    load = offered_load(jobs, 64)
+    if not load:
+        return
+    scaled = tf.load_factor(jobs, target / load)
+    assert offered_load(scaled, 64) == pytest.approx(target, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=job_lists(), n=st.integers(0, 40))
+def test_first_n_takes_the_earliest(jobs: list[Job], n: int) -> None:
+    out = tf.first_n(jobs, n)
+    assert len(out) == min(n, len(jobs))
+    assert out == jobs[: len(out)]  # the input is in submit order already
+    rest = jobs[len(out) :]
+    assert all(a.submit_time <= b.submit_time for a in out for b in rest)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=job_lists(), start=st.integers(0, 20_000), length=st.integers(0, 20_000))
+def test_time_window_is_exactly_the_half_open_interval(jobs: list[Job], start: int, length: int) -> None:
+    out = tf.time_window(jobs, start, start + length)
+    assert out == [j for j in jobs if start <= j.submit_time < start + length]

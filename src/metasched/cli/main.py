@@ -23,6 +23,8 @@ def version() -> None:
 
 
 # Command modules register themselves on ``app`` when imported (one line each).
+from metasched.cli import live as _live  # noqa: E402,F401
+from metasched.cli import queue as _queue  # noqa: E402,F401
 from metasched.cli import simulate as _simulate  # noqa: E402,F401
 
 

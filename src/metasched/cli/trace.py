@@ -11,8 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from metasched.workload.generate import CTC_PROCS, ctc_like, synthetic
 from metasched.workload.info import describe
-from metasched.workload.swf import SwfError, read_swf
+from metasched.workload.swf import SwfError, read_swf, write_swf
 
 app = typer.Typer(help="Inspect SWF workload traces.", no_args_is_help=True)
 
@@ -72,3 +73,37 @@ def info(
     console.print(widths)
     for note in workload.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
+
+
+@app.command()
+def generate(
+    out: Annotated[Path, typer.Argument(help="Output .swf or .swf.gz file.", dir_okay=False)],
+    kind: Annotated[str, typer.Option(help="synthetic | ctc")] = "synthetic",
+    jobs: Annotated[int, typer.Option(help="Number of jobs.")] = 10_000,
+    procs: Annotated[int, typer.Option(help="Machine size (synthetic; ctc uses 338).")] = 256,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+    load: Annotated[float, typer.Option(help="Target offered load (synthetic).")] = 0.8,
+    source: Annotated[
+        Path | None, typer.Option(help="ctc: resample this trace instead of the built-in CTC tables.", exists=True)
+    ] = None,
+) -> None:
+    """Write a seeded generated workload as SWF (same arguments, same file)."""
+    if kind == "synthetic":
+        generated = synthetic(jobs, procs, seed=seed, load=load)
+        size = procs
+        note = f"metasched synthetic workload: {jobs} jobs, {procs} processors, load {load}, seed {seed}"
+    elif kind == "ctc":
+        try:
+            src = read_swf(source) if source is not None else None
+        except SwfError as err:
+            typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from err
+        generated = ctc_like(jobs, seed=seed, source_jobs=src.jobs if src else None)
+        size = src.max_procs if src else CTC_PROCS
+        origin = f"resampled from {source.name}" if source is not None else "built-in CTC tables"
+        note = f"metasched CTC-like workload: {jobs} jobs, {origin}, seed {seed}"
+    else:
+        typer.secho(f"error: unknown kind {kind!r} (synthetic | ctc)", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    write_swf(out, generated, header={"Version": "2.2", "Note": note, "MaxProcs": str(size), "MaxJobs": str(jobs)})
+    typer.echo(f"wrote {len(generated)} jobs to {out}")

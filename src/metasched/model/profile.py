@@ -40,6 +40,19 @@ class Profile:
                 free.append(avail)
         return prof
 
+    def advance(self, t: float) -> None:
+        """Forget the profile before instant ``t`` (at or after the origin): ``t`` becomes the
+        origin, with the processors free at ``t``. Used to carry a profile from one scheduling
+        pass to a later one."""
+        times = self.times
+        k = bisect_right(times, t) - 1
+        if k < 0:
+            raise ValueError(f"instant {t} is before the profile's origin {times[0]}")
+        if k > 0:
+            del times[:k]
+            del self.free[:k]
+        times[0] = t
+
     def free_at(self, t: float) -> int:
         """Processors free at instant ``t`` (``t`` at or after the origin)."""
         return self.free[max(bisect_right(self.times, t) - 1, 0)]

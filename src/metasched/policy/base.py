@@ -57,6 +57,12 @@ class SiteView:
     running: Sequence[RunningJob]
     queue: Sequence[Job]
     name: str = ""
+    #: Optional: the jobs of ``running`` sorted by ``(expected_end, job_id)``; drivers that keep
+    #: them so save the schedulers a sort. ``None``: not given.
+    running_by_end: Sequence[RunningJob] | None = None
+    #: Optional: the :attr:`Plan.hint` of this scheduler's previous pass at this site, handed back
+    #: under the conditions of :attr:`Plan.hint`; ``None`` otherwise. Never changes a decision.
+    hint: Any = None
 
 
 @dataclass(slots=True)
@@ -70,6 +76,15 @@ class Plan:
 
     starts: list[Job] = field(default_factory=list)
     reservations: dict[int, float] = field(default_factory=dict)
+    #: Optional state a scheduler carries to its next pass at the same site, to decide faster.
+    #: A driver may hand it back as :attr:`SiteView.hint` to the next pass only if, in between,
+    #: (1) exactly this plan's ``starts`` were started, at this pass's ``now``, (2) nothing else
+    #: was started or cancelled and no processors were taken or given back, (3) every job that
+    #: ended ended exactly at its ``expected_end``, and no running job is past its expected end,
+    #: (4) jobs were only submitted, appended to the queue in arrival order. The scheduler may
+    #: consume (mutate) it. Contract: ``plan`` returns exactly the same decision with or without
+    #: the hint, so a policy stays a pure function of the view (the hint only saves work).
+    hint: Any = None
 
 
 class QueueOrder(ABC):

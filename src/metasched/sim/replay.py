@@ -30,6 +30,12 @@ def simulate(
     (:func:`metasched.workload.swf.normalise`), not here.
 
     ``progress`` is called with the number of jobs started since its previous call.
+
+    Two shortcuts leave the schedule unchanged: a pass is skipped when no queued job fits the
+    free processors (no scheduler could start anything: see
+    :attr:`SiteState.min_queued_width`), and a scheduler's :attr:`~metasched.policy.base.Plan.hint`
+    is handed back to its next pass under the conditions stated there (kept by
+    :class:`SiteState`). Both are checked against a from-scratch reference in the tests.
     """
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
     jobs_sorted = [jobs[i] for i in order]
@@ -55,15 +61,16 @@ def simulate(
         now = t_submit if t_submit < t_end else t_end
         while ends and ends[0][0] == now:
             _, _, job_id = heapq.heappop(ends)
-            site.finish(job_id)
+            site.finish(job_id, now)
         while nxt < n and jobs_sorted[nxt].submit_time == now:
             site.submit(jobs_sorted[nxt])
             nxt += 1
-        if not site.queue:
+        # No scheduler can start a job when none fits the free processors: skip the pass.
+        if site.free_procs < site.min_queued_width:
             continue
-        plan = scheduler.plan(site.view(), now)
+        plan = scheduler.plan(site.view(now), now)
+        site.accept(plan, now)
         for job in plan.starts:
-            site.start(job, now)
             k = index_of[job.job_id]
             start_time[k] = now
             end = now + job.run_time

@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from heapq import heappop, heappush
+from typing import Any
+
 from metasched.model.job import Job
-from metasched.policy.base import RunningJob, SiteView
+from metasched.policy.base import Plan, RunningJob, SiteView
 
 
 class SiteState:
     """One machine of ``procs`` processors as the simulator holds it.
 
     The queue keeps arrival order (a dict keyed by ``job_id``: O(1) removal when a copy is
-    cancelled). Invariant: ``0 <= free_procs <= procs`` and ``free_procs`` = ``procs`` minus the
-    processors of the running jobs minus ``held_procs`` (processors a multi-site driver holds
-    for parts of co-allocated jobs).
+    cancelled). The running jobs are also kept sorted by ``(expected_end, job_id)`` (handed to
+    the schedulers as :attr:`SiteView.running_by_end`), and the widths of the queued jobs are
+    counted (with a heap of the widths present) so that :attr:`min_queued_width` is cheap.
+
+    Invariant: ``0 <= free_procs <= procs`` and ``free_procs`` = ``procs`` minus the processors
+    of the running jobs.
+
+    Hints (:attr:`Plan.hint`): a plan applied with :meth:`accept` leaves its hint here; it is
+    handed back by :meth:`view` until something breaks the conditions of :attr:`Plan.hint`
+    (a direct :meth:`start`, a :meth:`cancel`, a :meth:`finish` away from the job's expected
+    end, or a running job past its expected end), after which views carry ``hint=None``.
     """
 
-    __slots__ = ("free_procs", "name", "procs", "queue", "running")
+    __slots__ = (
+        "_by_end",
+        "_end_keys",
+        "_hint",
+        "_width_count",
+        "_widths",
+        "free_procs",
+        "name",
+        "procs",
+        "queue",
+        "running",
+    )
 
     def __init__(self, procs: int, name: str = "") -> None:
         if procs <= 0:
@@ -25,44 +48,117 @@ class SiteState:
         self.free_procs = procs
         self.queue: dict[int, Job] = {}
         self.running: dict[int, RunningJob] = {}
+        self._end_keys: list[tuple[float, int]] = []
+        self._by_end: list[RunningJob] = []
+        # _width_count[w] = queued jobs of width w (jobs wider than the machine share the last
+        # bucket: they can never start here, so their exact width does not matter for the min).
+        self._width_count = [0] * (procs + 2)
+        # Widths with queued jobs, a heap (each width at least once while it has jobs).
+        self._widths: list[int] = []
+        self._hint: Any = None
+
+    def _queue_add(self, job: Job) -> None:
+        self.queue[job.job_id] = job
+        w = job.requested_procs
+        if not 0 <= w <= self.procs:
+            w = self.procs + 1
+        counts = self._width_count
+        if counts[w] == 0:
+            heappush(self._widths, w)
+        counts[w] += 1
+
+    def _queue_remove(self, job_id: int) -> Job:
+        job = self.queue.pop(job_id)
+        w = job.requested_procs
+        if not 0 <= w <= self.procs:
+            w = self.procs + 1
+        self._width_count[w] -= 1
+        return job
+
+    @property
+    def min_queued_width(self) -> int:
+        """Width of the narrowest queued job (``procs + 1`` when the queue is empty, or when
+        every queued job is wider than the machine).
+
+        While ``free_procs < min_queued_width`` no scheduler can start anything here (every
+        :class:`~metasched.policy.base.LocalScheduler` starts jobs within ``free_procs``), so a
+        driver may skip that pass.
+        """
+        widths, counts = self._widths, self._width_count
+        # Lazy deletion: a width stays in the heap until it is at the top with no job left.
+        while widths and counts[widths[0]] == 0:
+            heappop(widths)
+        return widths[0] if widths else self.procs + 1
 
     def submit(self, job: Job) -> None:
         if job.requested_time <= 0:
             raise ValueError(f"job {job.job_id}: requested_time must be positive, got {job.requested_time}")
         if job.job_id in self.queue or job.job_id in self.running:
             raise ValueError(f"job {job.job_id} is already at site {self.name!r}")
-        self.queue[job.job_id] = job
+        self._queue_add(job)
 
     def cancel(self, job_id: int) -> Job:
         """Remove a queued job (e.g. a copy started elsewhere)."""
-        return self.queue.pop(job_id)
+        self._hint = None
+        return self._queue_remove(job_id)
 
     def start(self, job: Job, now: float, procs: int | None = None) -> RunningJob:
         """Start a queued job now. ``procs`` overrides the width (a part of a split job)."""
+        self._hint = None
+        return self._start(job, now, procs)
+
+    def _start(self, job: Job, now: float, procs: int | None = None) -> RunningJob:
         width = job.requested_procs if procs is None else procs
         if width > self.free_procs:
             raise RuntimeError(
                 f"site {self.name!r}: starting job {job.job_id} ({width} procs) with only {self.free_procs} free"
             )
-        self.queue.pop(job.job_id, None)
-        running = RunningJob(job=job, start_time=now, procs=width, expected_end=now + job.requested_time)
+        if job.job_id in self.queue:
+            self._queue_remove(job.job_id)
+        expected_end = now + job.requested_time
+        running = RunningJob(job=job, start_time=now, procs=width, expected_end=expected_end)
         self.running[job.job_id] = running
+        key = (expected_end, job.job_id)
+        i = bisect_left(self._end_keys, key)
+        self._end_keys.insert(i, key)
+        self._by_end.insert(i, running)
         self.free_procs -= width
         return running
 
-    def finish(self, job_id: int) -> RunningJob:
-        """Release a running job's processors."""
+    def accept(self, plan: Plan, now: float) -> list[RunningJob]:
+        """Start every job of ``plan`` now and keep its hint for the next :meth:`view`."""
+        started = [self._start(job, now) for job in plan.starts]
+        self._hint = plan.hint
+        return started
+
+    def finish(self, job_id: int, now: float | None = None) -> RunningJob:
+        """Release a running job's processors. ``now`` (the instant it ends) lets a hint
+        survive an end exactly at the job's expected end; without it the hint is dropped."""
         running = self.running.pop(job_id)
+        if now is None or now != running.expected_end:
+            self._hint = None
+        key = (running.expected_end, job_id)
+        i = bisect_left(self._end_keys, key)
+        del self._end_keys[i]
+        del self._by_end[i]
         self.free_procs += running.procs
         return running
 
-    def view(self) -> SiteView:
+    def view(self, now: float | None = None) -> SiteView:
+        """Snapshot for a scheduling pass at ``now``. Without ``now`` no hint is handed out
+        (the overrun condition of :attr:`Plan.hint` cannot be checked)."""
+        hint = self._hint
+        if hint is not None and (now is None or (self._by_end and self._by_end[0].expected_end < now)):
+            hint = self._hint = None
+        running = list(self._by_end)
         return SiteView(
             total_procs=self.procs,
             free_procs=self.free_procs,
-            running=list(self.running.values()),
+            running=running,
             queue=list(self.queue.values()),
             name=self.name,
+            running_by_end=running,
+            hint=hint,
         )
 
     @property

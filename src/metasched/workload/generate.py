@@ -4,7 +4,9 @@ Determinism: every generator draws only ``random.Random(seed).random()`` and tur
 numbers into its distributions itself (inverse CDFs). The standard library guarantees that
 ``random()`` gives the same sequence for the same seed across Python versions, which it does not
 promise for ``randint``, ``choice``, ``expovariate`` and friends, nor NumPy across versions. So the same
-arguments give identical jobs on every machine (tested).
+arguments give identical jobs across Python versions (tested, with a pinned regression value); across
+platforms too, up to the last bit of the C library's ``exp``/``log``, which rounding times to whole
+seconds absorbs in practice.
 
 All times are whole seconds (as in the archive's traces); job ids are 1..n in submit order; the
 first job is submitted at 0 (resampled jobs keep the source's times, which may be fractional); every
@@ -68,7 +70,7 @@ def synthetic(
     """A realistic-looking parallel workload for a machine of ``procs`` processors.
 
     Model (the usual features of the archive's logs, Feitelson's "Workload Modeling for Computer
-    Systems Performance Evaluation", ch. 6-9, kept deliberately simple):
+    Systems Performance Evaluation", 2015, kept deliberately simple):
 
     * width: serial with probability ``serial_fraction``; otherwise a power-of-two bucket
       ``[2^k, 2^(k+1))``, ``k >= 1``, with weight ``1/k`` (narrow jobs dominate), and within it the power of

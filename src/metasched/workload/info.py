@@ -23,7 +23,7 @@ from typing import Any
 from metasched.model import Job
 from metasched.workload.swf import Workload
 
-__all__ = ["QUANTILES", "describe", "quantile", "width_bucket"]
+__all__ = ["QUANTILES", "describe", "offered_load", "quantile", "width_bucket"]
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
@@ -42,6 +42,20 @@ def width_bucket(width: int) -> str:
         return str(width)
     top = 1 << (width - 1).bit_length()
     return f"{top // 2 + 1}-{top}"
+
+
+def offered_load(jobs: Sequence[Job], procs: int) -> float | None:
+    """sum(processors x run time) / (``procs`` x arrival span); None when the span is 0.
+
+    To reach a target load ``L`` with :func:`metasched.workload.transforms.load_factor`, use the factor
+    ``L / offered_load(jobs, procs)`` (it scales the work and keeps the span).
+    """
+    if not jobs or procs <= 0:
+        return None
+    span = max(j.submit_time for j in jobs) - min(j.submit_time for j in jobs)
+    if span <= 0:
+        return None
+    return math.fsum(j.requested_procs * j.run_time for j in jobs) / (procs * span)
 
 
 def describe(workload: Workload | Sequence[Job], *, procs: int | None = None) -> dict[str, Any]:
@@ -68,7 +82,7 @@ def describe(workload: Workload | Sequence[Job], *, procs: int | None = None) ->
     last = max(submits, default=math.nan)
     span = last - first if n else 0.0
     work = math.fsum(j.requested_procs * j.run_time for j in jobs)
-    load = work / (size * span) if span > 0 and size > 0 else None
+    load = offered_load(jobs, size)
 
     widths: dict[str, int] = {}
     for j in sorted(jobs, key=lambda j: j.requested_procs):

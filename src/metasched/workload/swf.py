@@ -30,6 +30,9 @@ Malformed input raises :class:`SwfError` naming the file and line: wrong field c
 duplicate job number, a job wider than the machine (when the machine size is known from the header
 or the caller).
 
+The header is the ``; Key: value`` comment lines before the first job line (a repeated key's values
+are joined by newlines, an indented line continues the previous key); later comments are ignored.
+
 Fields that :class:`~metasched.model.Job` does not keep (wait time, average CPU time, memory,
 allocated processors) are not retained; :func:`write_swf` writes ``-1`` there, or the simulated wait
 when start times are given. ``home_site``, ``app_class`` and ``attrs`` have no SWF field and are not
@@ -42,10 +45,13 @@ import gzip
 import io
 import math
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple, cast
+
+import numpy as np
 
 from metasched.model import Job
 
@@ -58,6 +64,7 @@ __all__ = [
     "normalise",
     "read_header",
     "read_swf",
+    "read_swf_python",
     "write_swf",
 ]
 
@@ -165,12 +172,13 @@ def _parse_header_line(text: str, header: dict[str, str], last_key: list[str]) -
 def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None = None) -> Iterator[SwfRecord]:
     """Yield the job lines of ``path`` as :class:`SwfRecord`, streaming (O(1) memory).
 
-    Comment lines fill ``header`` when a dict is given (the header precedes the jobs, so it is complete
-    when the first record is yielded). Blank lines are skipped. Raises :class:`SwfError` on a line
-    without 18 fields or with a non-numeric or non-finite field.
+    The comment lines before the first job line fill ``header`` when a dict is given (so it is
+    complete when the first record is yielded); later comment lines and blank lines are skipped.
+    Raises :class:`SwfError` on a line without 18 fields or with a non-numeric or non-finite field.
     """
     source = str(path)
     last_key: list[str] = []
+    in_jobs = False
     isfinite = math.isfinite
     with _open_text(path) as fh:
         for lineno, text in enumerate(fh, start=1):
@@ -178,9 +186,10 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
             if not parts:
                 continue
             if parts[0][0] == ";":
-                if header is not None:
+                if header is not None and not in_jobs:
                     _parse_header_line(text.strip(), header, last_key)
                 continue
+            in_jobs = True
             if len(parts) != N_FIELDS:
                 raise SwfError(source, lineno, f"expected {N_FIELDS} fields, found {len(parts)}")
             try:
@@ -269,7 +278,10 @@ def normalise(
             raise SwfError(source, lineno, f"processor count {procs_f!r} is not an integer (job {job_id})")
         if max_procs is not None and procs > max_procs:
             raise SwfError(
-                source, lineno, f"job {job_id} uses {procs} processors, wider than the machine ({max_procs})"
+                source,
+                lineno,
+                f"job {job_id} uses {procs} processors, wider than the machine ({max_procs}; "
+                "the header's MaxProcs/MaxNodes unless max_procs= overrides it)",
             )
         run = f[3]
         if run < 0:
@@ -322,16 +334,39 @@ def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_p
 
     ``max_procs`` overrides the header's machine size. Raises :class:`SwfError` on malformed input
     and ``FileNotFoundError`` when the file is missing.
+
+    Two engines give the same result: a vectorised one (NumPy's C ``loadtxt`` and array
+    normalisation, about 4x faster), used when the file is well formed and already sorted by
+    submit time, and the streaming pure-Python :func:`iter_records` + :func:`normalise`, used
+    otherwise, which finds the first bad line and names it (or notes and sorts an unsorted trace).
     """
+    if max_procs is not None and max_procs <= 0:
+        raise ValueError(f"max_procs must be positive, got {max_procs}")
+    source = str(path)
+    header = read_header(path)
+    declared = max_procs if max_procs is not None else header_max_procs(header)
+    result = _normalise_fast(path, declared, allow_overrun)
+    if result is None:
+        result = normalise(iter_records(path), allow_overrun=allow_overrun, max_procs=declared, source=source)
+    jobs, dropped, n, notes = result
+    size = declared if declared is not None else max((j.requested_procs for j in jobs), default=0)
+    return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
+
+
+def read_swf_python(
+    path: str | os.PathLike[str], *, allow_overrun: bool = False, max_procs: int | None = None
+) -> Workload:
+    """:func:`read_swf` with the streaming pure-Python engine only (the reference the fast engine is
+    tested against; O(1) memory besides the jobs)."""
+    if max_procs is not None and max_procs <= 0:
+        raise ValueError(f"max_procs must be positive, got {max_procs}")
     source = str(path)
     header: dict[str, str] = {}
     records = iter_records(path, header=header)
-    # The header precedes the first job line: pull one record so the header is known before
+    # The header precedes the first job line: pull one record so the header is complete before
     # checking widths against the machine size.
     first = next(records, None)
     declared = max_procs if max_procs is not None else header_max_procs(header)
-    if max_procs is not None and max_procs <= 0:
-        raise ValueError(f"max_procs must be positive, got {max_procs}")
 
     def chained() -> Iterator[SwfRecord]:
         if first is not None:
@@ -341,6 +376,73 @@ def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_p
     jobs, dropped, n, notes = normalise(chained(), allow_overrun=allow_overrun, max_procs=declared, source=source)
     size = declared if declared is not None else max((j.requested_procs for j in jobs), default=0)
     return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
+
+
+_CHUNK = 1 << 15
+
+
+def _normalise_fast(
+    path: str | os.PathLike[str], max_procs: int | None, allow_overrun: bool
+) -> tuple[list[Job], dict[str, int], int, list[str]] | None:
+    """The rules of :func:`normalise` on a NumPy array; None when the input needs the Python engine
+    (any malformed line, or submit times going backwards), which then reports it by line."""
+    try:
+        with _open_text(path) as fh, warnings.catch_warnings():
+            warnings.simplefilter("error")  # "input contained no data" must not pass silently
+            a = np.loadtxt(fh, comments=";", dtype=np.float64, ndmin=2)
+    except (ValueError, UserWarning):
+        return None
+    n = a.shape[0]
+    if a.shape[1] != N_FIELDS or not np.isfinite(a).all():
+        return None
+    ids, submit = a[:, 0], a[:, 1]
+    procs = np.maximum(a[:, 4], a[:, 7])
+    if (
+        (ids != np.trunc(ids)).any()
+        or np.unique(ids).size != n
+        or (submit < 0).any()
+        or (n > 1 and (np.diff(submit) < 0).any())
+        or (procs != np.trunc(procs)).any()
+        or (max_procs is not None and (procs > max_procs).any())
+    ):
+        return None
+    run = a[:, 3]
+    drop_run = run < 0
+    drop_procs = ~drop_run & (procs <= 0)
+    keep = ~(drop_run | drop_procs)
+    rows = np.flatnonzero(keep)
+    # Submit times are non-decreasing here; the sort only orders equal submits by job id.
+    rows = rows[np.lexsort((ids[rows], submit[rows]))]
+    run, procs_int = run[rows], procs[rows].astype(np.int64)
+    estimate = a[rows, 8]
+    estimate = np.where(estimate < 0, run, estimate)
+    estimate = np.where(estimate <= 0, 1.0, estimate)
+    if not allow_overrun:
+        run = np.minimum(run, estimate)
+    jobs: list[Job] = []
+    # Built column-wise in chunks: the per-column Python lists stay small (peak memory).
+    for lo in range(0, rows.size, _CHUNK):
+        hi = lo + _CHUNK
+        block = a[rows[lo:hi]]
+        ints = block.astype(np.int64)
+        jobs.extend(
+            map(
+                Job,
+                ints[:, 0].tolist(),
+                block[:, 1].tolist(),
+                run[lo:hi].tolist(),
+                estimate[lo:hi].tolist(),
+                procs_int[lo:hi].tolist(),
+                *(ints[:, k].tolist() for k in (11, 12, 13, 14, 15, 10, 16)),
+                block[:, 17].tolist(),
+            )
+        )
+    dropped: dict[str, int] = {}
+    if drop_run.any():
+        dropped[DROP_UNKNOWN_RUN] = int(drop_run.sum())
+    if drop_procs.any():
+        dropped[DROP_NO_PROCS] = int(drop_procs.sum())
+    return jobs, dropped, n, []
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -372,7 +474,8 @@ def write_swf(
     ``header`` lines are written as ``; Key: value`` (multi-line values give one line each).
     ``start_time`` / ``end_time`` (aligned with ``jobs``, or mappings by ``job_id``) are a simulated
     schedule: the wait field becomes ``start - submit`` and, with ``end_time``, the run field becomes
-    ``end - start``. Without them the wait field is ``-1``.
+    ``end - start``. Without them the wait field is ``-1``. A start before the submit or an end
+    before the start raises ``ValueError`` (a broken schedule must not be written).
 
     Round trip: ``read_swf(path, allow_overrun=True).jobs`` equals the (normalised, submit-sorted)
     jobs written, field for field, except ``home_site``, ``app_class`` and ``attrs``, which SWF does not
@@ -394,8 +497,14 @@ def write_swf(
             if start_time is not None:
                 start = _lookup(start_time, job, i)
                 wait = start - job.submit_time
+                if wait < 0:
+                    raise ValueError(
+                        f"write_swf: job {job.job_id} starts at {start}, before its submit {job.submit_time}"
+                    )
                 if end_time is not None:
                     run = _lookup(end_time, job, i) - start
+                    if run < 0:
+                        raise ValueError(f"write_swf: job {job.job_id} ends before it starts ({start})")
             p_ = str(job.requested_procs)
             lines.append(
                 " ".join(

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from metasched.model import Job
 
 __all__ = [
+    "by_home_site",
     "first_n",
     "load_factor",
     "merge",
@@ -132,6 +133,15 @@ def split_round_robin(jobs: Sequence[Job], n_sites: int) -> list[Job]:
     if n_sites <= 0:
         raise ValueError(f"split_round_robin: n_sites must be positive, got {n_sites}")
     return [j.copy(home_site=i % n_sites) for i, j in enumerate(_submit_order(jobs))]
+
+
+def by_home_site(jobs: Sequence[Job]) -> dict[int, list[Job]]:
+    """The jobs grouped by ``home_site`` (keys in increasing order, each list in submit order, the same
+    Job objects). Jobs with an unknown home site are under key -1."""
+    groups: dict[int, list[Job]] = {}
+    for j in _submit_order(jobs):
+        groups.setdefault(j.home_site, []).append(j)
+    return dict(sorted(groups.items()))
 
 
 def split_wide(jobs: Sequence[Job], part_size: int) -> list[Job]:

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import heapq
+from dataclasses import dataclass
 from typing import ClassVar
 
+from metasched.model.job import Job
 from metasched.model.profile import Profile
 from metasched.policy.base import LocalScheduler, Plan, SiteView
+
+
+@dataclass(slots=True)
+class ConservativeHint:
+    """What a pass leaves for the next one (see :attr:`Plan.hint`): the availability profile
+    with the running jobs and every reservation in it, the reservations of the queued jobs as a
+    heap of ``(start, queue position, job)``, and the number of queued jobs left."""
+
+    profile: Profile
+    pending: list[tuple[float, int, Job]]
+    reservations: dict[int, float]
+    queued: int
+    seq: int = 0
 
 
 class ConservativeBackfill(LocalScheduler):
@@ -16,29 +32,92 @@ class ConservativeBackfill(LocalScheduler):
 
     One pass: the availability profile is built from the running jobs' expected ends (an end in
     the past counts as ``now``); the queued jobs are placed in queue order, each at its earliest
-    fit in the profile; those whose earliest start is ``now`` start.
+    fit in the profile; those whose earliest start is ``now`` start. When a running job has
+    overrun its estimate, the profile counts its processors as free from ``now`` although they
+    are still held: a job placed at ``now`` then starts only if it fits the processors really
+    free, and otherwise keeps its reservation at ``now`` (it starts as soon as they are released).
 
     Invariant: a job never delays the reservation of any job ahead of it in the queue.
     Tie-break: queue order (the pluggable :class:`~metasched.policy.base.QueueOrder`).
+
+    Hint (arrival-order queues only): under the conditions of :attr:`Plan.hint` (no job ended
+    before its expected end, none overran, only arrivals) the previous reservations are still
+    exactly what a rebuild would give. The rebuilt profile from ``now`` on equals the carried
+    one (the jobs started then run until their reservation ends; jobs that ended did so at
+    their expected end, before ``now``), so each old queued job, in queue order, has the same
+    earliest fit, provided that fit is not before ``now``. No reservation lies strictly between
+    the previous pass and ``now``: the earliest one is a breakpoint where processors free up,
+    i.e. a running job's expected end, which is an end event and so a pass (a pass is skipped
+    only when nothing fits, and a job whose reservation has come fits). Hence: the old jobs
+    reserved at ``now`` start, and only the new arrivals are placed. Should a reservation lie
+    before ``now`` anyway, or a job due now not fit, the pass falls back to a full rebuild.
     """
 
     key: ClassVar[str] = "conservative"
 
     def plan(self, view: SiteView, now: float) -> Plan:
+        hint = view.hint
+        if isinstance(hint, ConservativeHint) and self.order.is_arrival_order and len(view.queue) >= hint.queued:
+            plan = self._incremental(view, now, hint)
+            if plan is not None:
+                return plan
+        return self._full_pass(view, now)
+
+    def _full_pass(self, view: SiteView, now: float) -> Plan:
         profile = self.profile(view, now)
         starts = []
         reservations: dict[int, float] = {}
-        for job in self.order.order(view, now):
+        pending: list[tuple[float, int, Job]] = []
+        free = view.free_procs
+        queue = self.order.order(view, now)
+        for seq, job in enumerate(queue):
             start = profile.earliest_fit(job.requested_procs, job.requested_time, now)
             profile.reserve(start, job.requested_time, job.requested_procs)
-            if start <= now:
+            if start <= now and job.requested_procs <= free:
                 starts.append(job)
+                free -= job.requested_procs
             else:
                 reservations[job.job_id] = start
-        return Plan(starts=starts, reservations=reservations)
+                pending.append((start, seq, job))
+        heapq.heapify(pending)
+        hint = ConservativeHint(profile, pending, reservations, len(queue) - len(starts), len(queue))
+        return Plan(starts=starts, reservations=dict(reservations), hint=hint)
+
+    def _incremental(self, view: SiteView, now: float, hint: ConservativeHint) -> Plan | None:
+        pending = hint.pending
+        free = view.free_procs
+        due: list[Job] = []
+        while pending and pending[0][0] <= now:
+            start, _, job = pending[0]
+            if start < now or job.requested_procs > free:
+                return None
+            heapq.heappop(pending)
+            due.append(job)
+            free -= job.requested_procs
+        profile = hint.profile
+        profile.advance(now)
+        reservations = hint.reservations
+        for job in due:
+            del reservations[job.job_id]
+        starts = due
+        seq = hint.seq
+        for job in view.queue[hint.queued :]:
+            start = profile.earliest_fit(job.requested_procs, job.requested_time, now)
+            profile.reserve(start, job.requested_time, job.requested_procs)
+            if start <= now and job.requested_procs <= free:
+                starts.append(job)
+                free -= job.requested_procs
+            else:
+                reservations[job.job_id] = start
+                heapq.heappush(pending, (start, seq, job))
+            seq += 1
+        hint.seq = seq
+        hint.queued = len(view.queue) - len(starts)
+        return Plan(starts=starts, reservations=dict(reservations), hint=hint)
 
     @staticmethod
     def profile(view: SiteView, now: float) -> Profile:
         """The availability profile of ``view`` from its running jobs alone."""
-        releases = [(r.expected_end, r.procs) for r in view.running]
+        running = view.running_by_end if view.running_by_end is not None else view.running
+        releases = [(r.expected_end, r.procs) for r in running]
         return Profile.from_releases(view.total_procs, now, view.free_procs, releases)

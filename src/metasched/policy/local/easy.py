@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
-from metasched.policy.base import LocalScheduler, Plan, SiteView
+from metasched.model.job import Job
+from metasched.policy.base import LocalScheduler, Plan, RunningJob, SiteView
+
+
+@dataclass(slots=True)
+class EasyHint:
+    """What a pass leaves for the next one (see :attr:`Plan.hint`): the blocked head's shadow
+    time and extra processors, the free processors, the number of running jobs and of queued
+    jobs left after the pass (all of them examined)."""
+
+    head_id: int
+    shadow: float
+    extra: int
+    free: int
+    running: int
+    queued: int
 
 
 class EasyBackfill(LocalScheduler):
@@ -23,14 +40,35 @@ class EasyBackfill(LocalScheduler):
 
     Invariant: never delays the head's reservation (the shadow time).
     Tie-break: queue order (the pluggable :class:`~metasched.policy.base.QueueOrder`).
+
+    Hint (arrival-order queues only): when no job ended since the previous pass (same number of
+    running jobs; the driver guarantees nothing else started) the head, its shadow time, the
+    extra and the free processors are unchanged, and every job examined then still cannot start
+    now: one that did not fit the free processors still does not; one that ended after the shadow
+    ends later still (``now`` is later) and the extra processors did not grow. Only the newly
+    submitted jobs, at the end of the queue, are scanned, which is exactly what the full scan
+    would start.
     """
 
     key: ClassVar[str] = "easy"
 
     def plan(self, view: SiteView, now: float) -> Plan:
+        hint = view.hint
+        if (
+            isinstance(hint, EasyHint)
+            and self.order.is_arrival_order
+            and len(view.running) == hint.running
+            and view.free_procs == hint.free
+            and len(view.queue) >= hint.queued > 0
+            and view.queue[0].job_id == hint.head_id
+        ):
+            return self._scan_new(view, now, hint)
+        return self._full_pass(view, now)
+
+    def _full_pass(self, view: SiteView, now: float) -> Plan:
         free = view.free_procs
         queue = self.order.order(view, now)
-        starts = []
+        starts: list[Job] = []
         n = len(queue)
         i = 0
         while i < n and queue[i].requested_procs <= free:
@@ -45,22 +83,7 @@ class EasyBackfill(LocalScheduler):
             raise ValueError(
                 f"job {head.job_id} needs {head.requested_procs} processors; site {view.name!r} has {view.total_procs}"
             )
-        releases = [(r.expected_end if r.expected_end > now else now, r.procs) for r in view.running]
-        releases.extend((now + job.requested_time, job.requested_procs) for job in starts)
-        releases.sort()
-        need = head.requested_procs
-        avail = free
-        shadow = now
-        k = 0
-        nrel = len(releases)
-        while avail < need:
-            shadow, procs = releases[k]
-            avail += procs
-            k += 1
-        while k < nrel and releases[k][0] == shadow:
-            avail += releases[k][1]
-            k += 1
-        extra = avail - need
+        shadow, extra = self._shadow(view, now, head, free, starts)
         for job in queue[i + 1 :]:
             if free == 0:
                 break
@@ -74,4 +97,61 @@ class EasyBackfill(LocalScheduler):
                 starts.append(job)
                 free -= procs
                 extra -= procs
-        return Plan(starts=starts, reservations={head.job_id: shadow})
+        hint = EasyHint(head.job_id, shadow, extra, free, len(view.running) + len(starts), n - len(starts))
+        return Plan(starts=starts, reservations={head.job_id: shadow}, hint=hint)
+
+    def _scan_new(self, view: SiteView, now: float, hint: EasyHint) -> Plan:
+        free, extra, shadow = hint.free, hint.extra, hint.shadow
+        starts: list[Job] = []
+        if free > 0:
+            for job in view.queue[hint.queued :]:
+                procs = job.requested_procs
+                if procs > free:
+                    continue
+                if now + job.requested_time <= shadow:
+                    starts.append(job)
+                    free -= procs
+                elif procs <= extra:
+                    starts.append(job)
+                    free -= procs
+                    extra -= procs
+                if free == 0:
+                    break
+        hint.extra, hint.free = extra, free
+        hint.running += len(starts)
+        hint.queued = len(view.queue) - len(starts)
+        return Plan(starts=starts, reservations={hint.head_id: shadow}, hint=hint)
+
+    @staticmethod
+    def _shadow(view: SiteView, now: float, head: Job, free: int, starts: list[Job]) -> tuple[float, int]:
+        """``(shadow time, extra processors)`` of ``head`` given the running jobs and ``starts``."""
+        by_end: Sequence[RunningJob] | None = view.running_by_end
+        if by_end is None:
+            by_end = sorted(view.running, key=lambda r: (r.expected_end, r.job.job_id))
+        new = sorted((now + job.requested_time, job.requested_procs) for job in starts)
+        need = head.requested_procs
+        avail = free
+        shadow = now
+        i = j = 0
+        nr, ns = len(by_end), len(new)
+        inf = float("inf")
+        while avail < need:
+            t_run = by_end[i].expected_end if i < nr else inf
+            t_new = new[j][0] if j < ns else inf
+            if t_run <= t_new:
+                if i >= nr:
+                    raise ValueError(f"site {view.name!r}: job {head.job_id} can never get {need} processors")
+                shadow = t_run if t_run > now else now
+                avail += by_end[i].procs
+                i += 1
+            else:
+                shadow = t_new
+                avail += new[j][1]
+                j += 1
+        while i < nr and (by_end[i].expected_end if by_end[i].expected_end > now else now) == shadow:
+            avail += by_end[i].procs
+            i += 1
+        while j < ns and new[j][0] == shadow:
+            avail += new[j][1]
+            j += 1
+        return shadow, avail - need

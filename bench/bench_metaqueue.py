@@ -1,0 +1,244 @@
+"""Benchmarks of the live metaqueue (not tests): run from the repository root with
+
+    PYTHONPATH=src python bench/bench_metaqueue.py [--pg postgresql://...] [--jobs 2000] [--quick]
+
+1. no-op jobs/s: N ``true`` jobs, 2 local placeholders, straight to the database (SQLite; PostgreSQL when
+   --pg is given) and through the HTTP server (SQLite), from placeholder start to the last completion;
+2. a 1,000-job checkers lattice (widths 1..32..1 = 1,024 jobs) with 2 local placeholders, SQLite direct;
+3. idle latency: one waiting placeholder, submit one ``true`` job, time from submit to the accepted completion
+   (median of 20);
+4. claims/s: 100 concurrent clients claiming through the server (batch size 1 and 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from tests.runtime.lattice import lattice  # noqa: E402
+
+from metasched.runtime.metaqueue.store import JobSpec, Store  # noqa: E402
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+def placeholders(n: int, args: list[str], home: Path) -> list[subprocess.Popen[bytes]]:
+    env = {**ENV, "METASCHED_HOME": str(home)}
+    return [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "metasched",
+                "placeholder",
+                "--site",
+                "local",
+                "--max-wait",
+                "0.02",
+                "--log-dir",
+                str(home / "logs"),
+                *args,
+            ],
+            env=env,
+        )
+        for _ in range(n)
+    ]
+
+
+def wait_done(store: Store, total: int, timeout_s: float = 600) -> None:
+    t0 = time.time()
+    while time.time() - t0 < timeout_s:
+        c = store.counts()
+        if c.get("done", 0) + c.get("failed", 0) >= total:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(str(store.counts()))
+
+
+def first_start_last_end(store: Store) -> tuple[float, float]:
+    jobs = store.jobs()
+    return min(j["start_at"] for j in jobs), max(j["end_at"] for j in jobs)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server(db: str, home: Path):  # type: ignore[no-untyped-def]
+    port = free_port()
+    env = {**ENV, "METASCHED_HOME": str(home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url + "/openapi.json", timeout=1).status_code == 200:
+                break
+        time.sleep(0.1)
+    try:
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+
+
+def noop_rate(db: str, n: int, home: Path, via_server: bool) -> float:
+    store = Store.open(db)
+    store.submit([JobSpec("true") for _ in range(n)])
+    if via_server:
+        with server(db, home) as url:
+            procs = placeholders(2, ["--server", url], home)
+            wait_done(store, n)
+    else:
+        procs = placeholders(2, ["--db", db], home)
+        wait_done(store, n)
+    for p in procs:
+        p.wait(timeout=60)
+    t0, t1 = first_start_last_end(store)
+    store.close()
+    return n / (t1 - t0)
+
+
+def lattice_time(db: str, home: Path) -> tuple[int, float]:
+    store = Store.open(db)
+    specs = lattice(32, "true")
+    store.submit(specs)
+    procs = placeholders(2, ["--db", db], home)
+    wait_done(store, len(specs))
+    for p in procs:
+        p.wait(timeout=60)
+    t0, t1 = first_start_last_end(store)
+    store.close()
+    return len(specs), t1 - t0
+
+
+def idle_latency(db: str, home: Path, reps: int = 20) -> float:
+    store = Store.open(db)
+    procs = placeholders(1, ["--db", db, "--linger"], home)
+    store.submit([JobSpec("true")])
+    wait_done(store, 1, 120)  # the placeholder is up
+    lat = []
+    for i in range(reps):
+        time.sleep(0.3)
+        t0 = time.time()
+        store.submit([JobSpec("true")])
+        wait_done(store, i + 2, 60)
+        done = [e for e in store.events() if e["kind"] == "done"][-1]
+        lat.append(done["at"] - t0)
+    for p in procs:
+        p.kill()
+    store.close()
+    return statistics.median(lat)
+
+
+async def claim_rate(url: str, token: str, clients: int, batch: int, seconds: float) -> tuple[float, float]:
+    counts = [0, 0]
+    stop = time.time() + seconds
+
+    async def one(k: int) -> None:
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as c:
+            while time.time() < stop:
+                r = await c.post(
+                    "/v1/claim", json={"placeholder_id": f"b{k}", "site": "bench", "cpus": batch, "limit": batch}
+                )
+                counts[0] += 1
+                counts[1] += len(r.json()["jobs"])
+
+    t0 = time.time()
+    await asyncio.gather(*(one(k) for k in range(clients)))
+    dt = time.time() - t0
+    return counts[0] / dt, counts[1] / dt
+
+
+def claims(db: str, home: Path, n_jobs: int, batch: int) -> tuple[float, float]:
+    store = Store.open(db)
+    store.submit([JobSpec("true") for _ in range(n_jobs)])
+    with server(db, home) as url:
+        token = (home / "token").read_text().strip()
+        return asyncio.run(claim_rate(url, token, 100, batch, 10.0))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pg", help="PostgreSQL admin URL (a scratch database is created and dropped)")
+    ap.add_argument("--jobs", type=int, default=2000)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="mqbench-"))
+    dbs: dict[str, str] = {}
+
+    def sqlite() -> str:
+        return f"sqlite:///{tmp / (uuid.uuid4().hex + '.db')}"
+
+    pg_admin = None
+    if args.pg:
+        import psycopg
+
+        pg_admin = psycopg.connect(args.pg, autocommit=True)
+
+    def pg() -> str:
+        assert pg_admin is not None
+        name = "bench_" + uuid.uuid4().hex[:10]
+        pg_admin.execute(f'CREATE DATABASE "{name}"')
+        dbs[name] = name
+        return args.pg.rsplit("/", 1)[0] + "/" + name
+
+    load = os.getloadavg()[0]
+    print(f"machine: {platform.node()} {os.cpu_count()} cpus, load {load:.1f}, python {platform.python_version()}")
+    rows = []
+    rows.append(("no-op jobs/s, 2 placeholders, SQLite direct", f"{noop_rate(sqlite(), args.jobs, tmp, False):.0f}"))
+    rows.append(("no-op jobs/s, 2 placeholders, server on SQLite", f"{noop_rate(sqlite(), args.jobs, tmp, True):.0f}"))
+    if args.pg:
+        rows.append(
+            ("no-op jobs/s, 2 placeholders, PostgreSQL direct", f"{noop_rate(pg(), args.jobs, tmp, False):.0f}")
+        )
+        rows.append(
+            ("no-op jobs/s, 2 placeholders, server on PostgreSQL", f"{noop_rate(pg(), args.jobs, tmp, True):.0f}")
+        )
+    n, dt = lattice_time(sqlite(), tmp)
+    rows.append((f"{n}-job lattice, 2 placeholders, SQLite direct (s)", f"{dt:.2f}"))
+    rows.append(
+        ("idle latency submit->done, SQLite direct (ms, median of 20)", f"{idle_latency(sqlite(), tmp) * 1000:.1f}")
+    )
+    for batch in (1, 10):
+        for label, db in [("SQLite", sqlite())] + ([("PostgreSQL", pg())] if args.pg else []):
+            req, jobs = claims(db, tmp, 60000, batch)
+            rows.append(
+                (
+                    f"claims/s, 100 concurrent clients, batch {batch}, server on {label}",
+                    f"{req:.0f} requests/s = {jobs:.0f} jobs/s",
+                )
+            )
+    for k, v in rows:
+        print(f"| {k} | {v} |")
+    if pg_admin is not None:
+        for name in dbs:
+            pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Live services: ``metasched server``, ``metasched placeholder`` and ``metasched sites run``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from metasched.cli.main import app
+
+sites_app = typer.Typer(help="Sites and their placeholders.", no_args_is_help=True)
+app.add_typer(sites_app, name="sites")
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+
+
+@app.command()
+def server(
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
+    lease: Annotated[float, typer.Option(help="Lease (s) a placeholder keeps a job without heartbeat.")] = 60.0,
+    token_file: Annotated[Path | None, typer.Option(help="Bearer token file (created 0600 if absent).")] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+) -> None:
+    """Serve the placeholder protocol over HTTP (OpenAPI at /docs)."""
+    import uvicorn
+
+    from metasched.runtime.metaqueue.protocol import ensure_token
+    from metasched.runtime.metaqueue.service import create_app
+    from metasched.runtime.metaqueue.store import Store, default_url
+
+    _logging(verbose)
+    store = Store.open(db, lease_s=lease)
+    token = ensure_token(token_file)
+    typer.echo(
+        f"metaqueue server on http://{host}:{port} db={db or default_url()} token={token_file or 'default'}", err=True
+    )
+    uvicorn.run(
+        create_app(store, token), host=host, port=port, log_level="info" if verbose else "warning", access_log=verbose
+    )
+
+
+@app.command()
+def placeholder(
+    site: Annotated[str, typer.Option(help="Site this placeholder runs at.")],
+    server_url: Annotated[str | None, typer.Option("--server", help="Metaqueue server URL.")] = None,
+    db: Annotated[str | None, typer.Option(help="Talk to this database directly instead of a server.")] = None,
+    placeholder_id: Annotated[str | None, typer.Option("--id", help="Placeholder id (default: host-pid-time).")] = None,
+    cpus: Annotated[int, typer.Option(help="CPUs this placeholder holds.")] = 1,
+    mem: Annotated[int, typer.Option(help="Memory (MB) this placeholder holds, 0 = unchecked.")] = 0,
+    wall_time: Annotated[float | None, typer.Option(help="Wall time (s) of the batch job holding us.")] = None,
+    lease: Annotated[float, typer.Option(help="Lease (s), as configured on the server.")] = 60.0,
+    margin: Annotated[float, typer.Option(help="Seconds kept free before the wall time.")] = 5.0,
+    token_file: Annotated[Path | None, typer.Option(help="Bearer token file.")] = None,
+    log_dir: Annotated[Path | None, typer.Option(help="Where job stdout/stderr go.")] = None,
+    idle_exit: Annotated[float | None, typer.Option(help="Leave after this long with nothing ready.")] = None,
+    linger: Annotated[bool, typer.Option("--linger", help="Keep polling when the queue is empty.")] = False,
+    max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+) -> None:
+    """What a batch job runs: pull jobs from the metaqueue and run them until EXIT or the wall time."""
+    from metasched.runtime.metaqueue.protocol import HttpTransport, StoreTransport, Transport, read_token
+    from metasched.runtime.placeholder.agent import Agent
+
+    _logging(verbose)
+    transport: Transport
+    if server_url:
+        transport = HttpTransport(server_url, read_token(token_file))
+    else:
+        from metasched.runtime.metaqueue.store import Store
+
+        transport = StoreTransport(Store.open(db, lease_s=lease))
+    agent = Agent(
+        transport,
+        site=site,
+        placeholder_id=placeholder_id,
+        cpus=cpus,
+        mem_mb=mem,
+        wall_time_s=wall_time,
+        lease_s=lease,
+        margin_s=margin,
+        log_dir=log_dir,
+        idle_exit_s=idle_exit,
+        linger=linger,
+        max_wait_s=max_wait,
+    )
+    state = agent.run()
+    transport.close()
+    # Exit status 3 tells the local adapter "expired" (wall time used up), which is not a failure.
+    sys.exit({"expired": 3, "failed": 1}.get(state, 0))
+
+
+@sites_app.command("run")
+def sites_run(
+    config: Annotated[Path | None, typer.Option(help="Site TOML file (default: one local site).")] = None,
+    db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
+    server_url: Annotated[str | None, typer.Option("--server", help="Placeholders talk to this server.")] = None,
+    token_file: Annotated[Path | None, typer.Option(help="Token file handed to placeholders.")] = None,
+    lease: Annotated[float, typer.Option(help="Lease (s).")] = 60.0,
+    interval: Annotated[float, typer.Option(help="Seconds between rounds.")] = 1.0,
+    until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop when no job is queued or running.")] = False,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+) -> None:
+    """Keep placeholders in each site's queue (Trellis throttling), resubmitting vanished ones."""
+    from metasched.runtime.manager import SiteManager, load_sites
+    from metasched.runtime.metaqueue.store import Store, StoreError, default_url
+
+    _logging(verbose)
+    try:
+        configs = load_sites(config)
+        store = Store.open(db, lease_s=lease)
+    except StoreError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    url = db or default_url()
+    manager = SiteManager(
+        store, configs, db_url=url, server=server_url, token_file=str(token_file) if token_file else None, lease_s=lease
+    )
+    import signal
+
+    def _stop(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        manager.run(interval_s=interval, until_idle=until_idle)
+    except KeyboardInterrupt:
+        manager.shutdown()
+
+
+@sites_app.command("list")
+def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = None) -> None:
+    """Sites and their placeholders (target, active, per state)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from metasched.runtime.metaqueue.store import Store
+
+    store = Store.open(db)
+    table = Table(title="sites")
+    for col in ("site", "adapter", "target", "active", "placeholders by state", "throttle decisions"):
+        table.add_column(col)
+    for s in store.sites():
+        phs = store.placeholders(s["name"])
+        by: dict[str, int] = {}
+        dec: dict[str, int] = {}
+        for p in phs:
+            by[p["state"]] = by.get(p["state"], 0) + 1
+            if p["decision"]:
+                dec[p["decision"]] = dec.get(p["decision"], 0) + 1
+        active = sum(by.get(k, 0) for k in ("submitted", "queued", "running"))
+        table.add_row(
+            s["name"],
+            s["adapter"],
+            str(s["target"]),
+            str(active),
+            " ".join(f"{k}={v}" for k, v in sorted(by.items())),
+            " ".join(f"{k}={v}" for k, v in sorted(dec.items())),
+        )
+    Console().print(table)

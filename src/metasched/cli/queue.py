@@ -1,0 +1,203 @@
+"""User commands of the live metaqueue: submit, submit-workflow, status, cancel, retry, logs.
+
+They work directly on the database (``--db URL``, default ``$METASCHED_DB`` or the embedded SQLite
+file in ``$METASCHED_HOME``), so a small setup needs no server.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from metasched.cli.main import app
+from metasched.runtime.metaqueue.records import JobSpec, StoreError
+from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb, read_workflow
+
+if TYPE_CHECKING:
+    from metasched.runtime.metaqueue.store import Store
+
+console = Console()
+DbOpt = Annotated[str | None, typer.Option("--db", help="Database URL (sqlite:///PATH or postgresql://...).")]
+
+STATE_STYLE = {
+    "queued": "yellow",
+    "running": "cyan",
+    "done": "green",
+    "failed": "red",
+    "cancelled": "magenta",
+    "dep_failed": "red",
+}
+
+
+def _open(db: str | None) -> Store:
+    from metasched.runtime.metaqueue.store import Store
+
+    try:
+        return Store.open(db)
+    except StoreError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _fail(msg: str) -> typer.Exit:
+    console.print(f"[red]error:[/red] {msg}")
+    return typer.Exit(2)
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def submit(
+    command: Annotated[list[str], typer.Argument(help="The command line (after --).")],
+    name: Annotated[str | None, typer.Option(help="Job name (unique), for --after and status.")] = None,
+    after: Annotated[str, typer.Option(help="Comma-separated names or ids this job waits for.")] = "",
+    cpus: Annotated[int, typer.Option(help="CPUs the job needs.")] = 1,
+    mem: Annotated[str, typer.Option(help="Memory, e.g. 512M or 4G.")] = "0",
+    licence: Annotated[list[str] | None, typer.Option(help="Licence NAME[:COUNT] (repeatable).")] = None,
+    time_: Annotated[str, typer.Option("--time", help="Wall-time estimate: 90s, 10m, 2h, H:MM:SS.")] = "0",
+    max_attempts: Annotated[int, typer.Option(help="Runs allowed when placeholders vanish.")] = 3,
+    db: DbOpt = None,
+) -> None:
+    """Add one job: metasched submit [--name N] [--after A,B] [--cpus C] [--mem M] [--licence L] [--time T] -- CMD..."""
+    store = _open(db)
+    try:
+        spec = JobSpec(
+            command=command[0] if len(command) == 1 else shlex.join(command),
+            name=name,
+            after=[a.strip() for a in after.split(",") if a.strip()],
+            cpus=cpus,
+            mem_mb=parse_mem_mb(mem),
+            licences=parse_licences(licence or []),
+            time_s=parse_duration_s(time_),
+            cwd=os.getcwd(),
+            max_attempts=max_attempts,
+        )
+        (job_id,) = store.submit([spec])
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(job_id)
+
+
+@app.command("submit-workflow")
+def submit_workflow(
+    file: Annotated[Path, typer.Argument(help="YAML list of jobs, or Trellis '-deps \"A B\" -l L -c CMD' lines.")],
+    db: DbOpt = None,
+) -> None:
+    """Add a workflow (all or nothing): unknown dependencies and cycles are refused, naming them."""
+    store = _open(db)
+    try:
+        specs = read_workflow(file, default_cwd=os.getcwd())
+        ids = store.submit(specs)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"submitted {len(ids)} jobs ({ids[0]}..{ids[-1]})" if ids else "empty workflow")
+
+
+def _fmt_t(t: float | None) -> str:
+    return datetime.fromtimestamp(t).strftime("%H:%M:%S") if t else ""
+
+
+def _table(store: Store, states: list[str], site: str | None, name: str | None, limit: int) -> Table:
+    counts = store.counts()
+    summary = "  ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    table = Table(title=f"metaqueue  {summary}", title_justify="left")
+    for col in ("id", "name", "state", "cpus", "site", "attempts", "exit", "submitted", "started", "ended", "reason"):
+        table.add_column(col, overflow="fold")
+    rows: list[dict[str, Any]] = store.jobs(states=states, site=site, name_like=name)
+    if limit and len(rows) > limit:
+        rows = rows[-limit:]
+    for r in rows:
+        st = r["state"]
+        table.add_row(
+            str(r["id"]),
+            r["name"] or "",
+            f"[{STATE_STYLE.get(st, '')}]{st}[/]",
+            str(r["cpus"]),
+            r["site"] or "",
+            str(r["attempts"]),
+            "" if r["exit_code"] is None else str(r["exit_code"]),
+            _fmt_t(r["submit_at"]),
+            _fmt_t(r["start_at"]),
+            _fmt_t(r["end_at"]),
+            r["reason"] or "",
+        )
+    return table
+
+
+@app.command()
+def status(
+    state: Annotated[list[str] | None, typer.Option(help="Only jobs in this state (repeatable).")] = None,
+    site: Annotated[str | None, typer.Option(help="Only jobs that ran at this site.")] = None,
+    name: Annotated[str | None, typer.Option(help="Only names matching this pattern (* wildcard).")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most the last N jobs (0 = all).")] = 50,
+    watch: Annotated[bool, typer.Option("--watch", help="Refresh every --interval seconds until Ctrl-C.")] = False,
+    interval: Annotated[float, typer.Option(help="Refresh interval for --watch.")] = 2.0,
+    db: DbOpt = None,
+) -> None:
+    """Table of jobs with filters; --watch keeps it live."""
+    store = _open(db)
+    states = state or []
+    if not watch:
+        console.print(_table(store, states, site, name, limit))
+        return
+    with Live(_table(store, states, site, name, limit), console=console, refresh_per_second=4) as live:
+        try:
+            while True:
+                time.sleep(interval)
+                live.update(_table(store, states, site, name, limit))
+        except KeyboardInterrupt:
+            pass
+
+
+@app.command()
+def cancel(jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], db: DbOpt = None) -> None:
+    """Cancel queued or running jobs; their dependents become 'dependency failed'."""
+    store = _open(db)
+    try:
+        done = store.cancel(jobs)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"cancelled {len(done)} job(s): {', '.join(map(str, done))}")
+
+
+@app.command()
+def retry(jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], db: DbOpt = None) -> None:
+    """Queue failed, cancelled or dependency-failed jobs again (and the dependents they held back)."""
+    store = _open(db)
+    try:
+        done = store.retry(jobs)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"requeued {len(done)} job(s): {', '.join(map(str, done))}")
+
+
+@app.command()
+def logs(
+    job: Annotated[str, typer.Argument(help="Job name or id.")],
+    stderr: Annotated[bool, typer.Option("--stderr", help="Show stderr instead of stdout.")] = False,
+    events: Annotated[bool, typer.Option("--events", help="Show the job's event log.")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Print a job's output (last run) or its event log."""
+    store = _open(db)
+    try:
+        row = store.job(job)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    if events:
+        for e in store.events(job_id=row["id"]):
+            typer.echo(f"{_fmt_t(e['at'])} {e['kind']:<14} {e['placeholder_id'] or '':<24} {e['detail']}")
+        return
+    path = row["stderr_path"] if stderr else row["stdout_path"]
+    if not path:
+        raise _fail(f"job {job} is {row['state']}: no output recorded yet")
+    try:
+        typer.echo(Path(path).read_text(), nl=False)
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc.strerror} (the output stays on the site that ran the job)") from None

@@ -1,0 +1,39 @@
+"""First come, first served claiming (first fit in arrival order)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from metasched.model.job import Job
+from metasched.policy.claim.base import ClaimPolicy, FreeResources, fits
+
+
+class FcfsClaim(ClaimPolicy):
+    """Hands out ready jobs in arrival order, skipping those that do not fit.
+
+    Source: the command-line server of Pinchak, Lu and Goldenberg (Trellis, seed 003, section 3.4):
+    the next ready command line goes to whichever placeholder asks. A job too big for this
+    placeholder is skipped (another placeholder may fit it), so one wide job cannot stall the
+    queue. Invariant: the :class:`ClaimPolicy` one (fit, time, limit) and, among fitting jobs, an
+    earlier job is never passed over for a later one. Tie-break: ``(submit_time, job_id)``.
+    """
+
+    key: ClassVar[str] = "fcfs"
+
+    def select(self, ready: Sequence[Job], site: str, free: FreeResources, now: float, limit: int = 1) -> list[int]:
+        cpus, mem = free.cpus, free.mem_mb
+        lic = dict(free.licences)
+        chosen: list[int] = []
+        for job in sorted(ready, key=lambda j: (j.submit_time, j.job_id)):
+            if len(chosen) >= limit or cpus <= 0:
+                break
+            if not fits(job, cpus, mem, free.remaining_s, lic):
+                continue
+            chosen.append(job.job_id)
+            cpus -= job.requested_procs
+            if mem > 0:
+                mem -= int(job.attrs.get("mem_mb", 0) or 0)
+            for name, count in (job.attrs.get("licences") or {}).items():
+                lic[name] -= count
+        return chosen

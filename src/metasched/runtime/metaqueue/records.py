@@ -1,0 +1,69 @@
+"""Plain records of the metaqueue (no database imports: the placeholder agent loads only these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class StoreError(ValueError):
+    """A request the metaqueue refuses (unknown job, unknown dependency, cycle, bad state...)."""
+
+
+@dataclass(slots=True)
+class JobSpec:
+    """A job as submitted. ``after`` names dependencies: names (of this batch or earlier jobs) or ids."""
+
+    command: str
+    name: str | None = None
+    after: list[str] = field(default_factory=list)
+    cpus: int = 1
+    mem_mb: int = 0
+    licences: dict[str, int] = field(default_factory=dict)
+    time_s: float = 0.0
+    cwd: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    max_attempts: int = 3
+
+    def validate(self) -> None:
+        where = f"job {self.name!r}" if self.name else f"job {self.command!r}"
+        if not self.command.strip():
+            raise StoreError(f"{where}: empty command")
+        if self.cpus < 1:
+            raise StoreError(f"{where}: cpus must be >= 1, got {self.cpus}")
+        if self.mem_mb < 0 or self.time_s < 0:
+            raise StoreError(f"{where}: mem and time must be >= 0")
+        if self.max_attempts < 1:
+            raise StoreError(f"{where}: max_attempts must be >= 1")
+        if self.name is not None and (not self.name or self.name.isdigit()):
+            raise StoreError(f"{where}: a job name must be non-empty and not all digits (digits mean job ids)")
+        for lic, count in self.licences.items():
+            if count < 1:
+                raise StoreError(f"{where}: licence {lic!r} count must be >= 1")
+
+
+@dataclass(slots=True)
+class ClaimedJob:
+    """What a placeholder gets: enough to run the job and to report on it."""
+
+    job_id: int
+    attempt: int
+    name: str | None
+    command: str
+    cwd: str
+    env: dict[str, str]
+    cpus: int
+    mem_mb: int
+    time_s: float
+    lease_until: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(slots=True)
+class ClaimResult:
+    """``action`` is ``"job"`` (``jobs`` non-empty), ``"wait"`` (work left, none ready for you) or ``"exit"``."""
+
+    action: str
+    jobs: list[ClaimedJob] = field(default_factory=list)

@@ -1,0 +1,806 @@
+"""The metaqueue store: jobs, dependencies, sites, placeholders and the event log in one database.
+
+SQLite (embedded default, WAL, one writer at a time: every transaction is ``BEGIN IMMEDIATE``) or
+PostgreSQL (many users, many placeholders: claiming uses ``FOR UPDATE SKIP LOCKED``). The schema is
+created and upgraded by the Alembic migrations of this package when the store is opened.
+
+Invariants kept by every method (each runs in one transaction):
+
+* a job is handed to at most one placeholder at a time: claiming moves it ``queued -> running``
+  in the transaction that chose it, and a completion or heartbeat counts only when it comes from
+  the placeholder *and attempt* that hold the job;
+* ``pending_deps`` of a queued job = its dependencies not yet ``done``; a job is ready (claimable)
+  only at ``pending_deps == 0``;
+* a job whose dependency failed, was cancelled, or is itself "dependency failed" is
+  ``dep_failed`` and never runs (until the user retries the failed root);
+* the event log is append-only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import Connection, Engine, Table, create_engine, event, func, insert, or_, select, update
+from sqlalchemy.engine import make_url
+
+from metasched.model.job import Job
+from metasched.policy.claim import ClaimPolicy, FcfsClaim, FreeResources
+from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
+from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
+from metasched.runtime.metaqueue.states import BROKEN, JobState
+
+__all__ = ["ClaimResult", "ClaimedJob", "JobSpec", "Store", "StoreError", "default_url", "metasched_home"]
+
+JOBS = cast(Table, JobRow.__table__)
+DEPS = cast(Table, DependencyRow.__table__)
+EVENTS = cast(Table, EventRow.__table__)
+PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
+SITES = cast(Table, SiteRow.__table__)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+DEFAULT_LEASE_S = 60.0
+#: The newest migration in ``migrations/versions`` (a test checks they agree).
+HEAD_REVISION = "0001"
+
+
+def metasched_home() -> Path:
+    """``$METASCHED_HOME`` or ``~/.metasched`` (created on first use)."""
+    home = Path(os.environ.get("METASCHED_HOME") or Path.home() / ".metasched")
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def default_url() -> str:
+    """``$METASCHED_DB`` or the embedded SQLite file in :func:`metasched_home`."""
+    return os.environ.get("METASCHED_DB") or f"sqlite:///{metasched_home() / 'metaqueue.db'}"
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" below emit BEGIN IMMEDIATE: the writer lock is taken up front,
+        # so a claim's read-then-update can never interleave with another claim.
+        dbapi_connection.isolation_level = None
+        cur = dbapi_connection.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest Alembic revision (idempotent, safe with concurrent openers)."""
+    with engine.connect() as conn:
+        try:
+            current = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+        except Exception:  # no table yet: a fresh database
+            current = None
+        conn.rollback()
+    if current == HEAD_REVISION:
+        return
+    # Alembic is imported only when there is something to migrate (it costs a second at start-up).
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    head = HEAD_REVISION
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727274)")
+        if MigrationContext.configure(conn).get_current_revision() != head:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+
+class Store:
+    """The metaqueue database. Open with :meth:`open`; every public method is one transaction."""
+
+    def __init__(self, engine: Engine, *, policy: ClaimPolicy | None = None, lease_s: float = DEFAULT_LEASE_S):
+        self.engine = engine
+        self.policy: ClaimPolicy = policy if policy is not None else FcfsClaim()
+        self.lease_s = lease_s
+        self.is_postgres = engine.dialect.name == "postgresql"
+
+    @classmethod
+    def open(cls, url: str | None = None, **kwargs: Any) -> Store:
+        url = url or default_url()
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+            _sqlite_setup(engine)
+        elif parsed.get_backend_name() == "postgresql":
+            if parsed.drivername == "postgresql":
+                url = str(parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False))
+            engine = create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+        else:
+            raise StoreError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+        migrate(engine)
+        return cls(engine, **kwargs)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    def _event(self, conn: Connection, now: float, kind: str, **kw: Any) -> None:
+        conn.execute(insert(EVENTS), [{"at": now, "kind": kind, "detail": "", **kw}])
+
+    # ------------------------------------------------------------------ submit
+
+    def resolve(self, conn: Connection, refs: Iterable[str]) -> dict[str, int]:
+        """Existing jobs by name or id; unknown references are left out."""
+        refs = list(refs)
+        out: dict[str, int] = {}
+        names = [r for r in refs if not r.isdigit()]
+        ids = [int(r) for r in refs if r.isdigit()]
+        for chunk in _chunks(names, 500):
+            for jid, name in conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.name.in_(chunk))):
+                out[name] = jid
+        for chunk in _chunks(ids, 500):
+            for (jid,) in conn.execute(select(JOBS.c.id).where(JOBS.c.id.in_(chunk))):
+                out[str(jid)] = jid
+        return out
+
+    def submit(self, specs: Sequence[JobSpec], now: float | None = None) -> list[int]:
+        """Add jobs (a workflow) atomically; returns their ids in ``specs`` order.
+
+        Refuses, naming the culprits: duplicate or already-used names, unknown dependencies,
+        dependency cycles. Jobs are inserted in a topological order of the batch.
+        """
+        now = time.time() if now is None else now
+        if not specs:
+            return []
+        batch: dict[str, int] = {}
+        for i, spec in enumerate(specs):
+            spec.validate()
+            if spec.name is not None:
+                if spec.name in batch:
+                    raise StoreError(f"duplicate job name {spec.name!r} in this submission")
+                batch[spec.name] = i
+        order = _topological(specs, batch)
+        with self._tx() as conn:
+            taken = self.resolve(conn, batch)
+            if taken:
+                raise StoreError(f"job name(s) already in the metaqueue: {', '.join(sorted(taken))}")
+            outside = {r for s in specs for r in s.after if r not in batch}
+            known = self.resolve(conn, outside)
+            unknown = sorted(outside - set(known))
+            if unknown:
+                raise StoreError(f"unknown dependencies: {', '.join(unknown)}")
+            ext_state: dict[int, str] = {}
+            for chunk in _chunks(sorted(set(known.values())), 500):
+                for jid, st in conn.execute(select(JOBS.c.id, JOBS.c.state).where(JOBS.c.id.in_(chunk))):
+                    ext_state[jid] = st
+            ids: list[int] = [0] * len(specs)
+            state_of: list[str] = [""] * len(specs)
+            rows = []
+            for i in order:
+                spec = specs[i]
+                pending, broken = 0, None
+                for ref in dict.fromkeys(spec.after):
+                    st = state_of[batch[ref]] if ref in batch else ext_state[known[ref]]
+                    if st in BROKEN:
+                        broken = ref
+                    elif st != JobState.DONE:
+                        pending += 1
+                state = JobState.DEP_FAILED if broken else JobState.QUEUED
+                state_of[i] = state
+                rows.append(
+                    {
+                        "name": spec.name,
+                        "command": spec.command,
+                        "cwd": spec.cwd,
+                        "env": spec.env,
+                        "cpus": spec.cpus,
+                        "mem_mb": spec.mem_mb,
+                        "licences": spec.licences,
+                        "time_s": float(spec.time_s),
+                        "state": state,
+                        "pending_deps": pending,
+                        "attempts": 0,
+                        "max_attempts": spec.max_attempts,
+                        "reason": f"dependency {broken} failed" if broken else "",
+                        "submit_at": now,
+                    }
+                )
+            result = conn.execute(insert(JOBS).returning(JOBS.c.id, sort_by_parameter_order=True), rows)
+            for i, (jid,) in zip(order, result.all(), strict=True):
+                ids[i] = jid
+            dep_rows = []
+            for i, spec in enumerate(specs):
+                for ref in dict.fromkeys(spec.after):
+                    after = ids[batch[ref]] if ref in batch else known[ref]
+                    dep_rows.append({"job_id": ids[i], "after_id": after})
+            if dep_rows:
+                conn.execute(insert(DEPS), dep_rows)
+            conn.execute(insert(EVENTS), [{"at": now, "kind": "submit", "job_id": j, "detail": ""} for j in ids])
+        return ids
+
+    # ------------------------------------------------------------------ claim
+
+    def claim(
+        self,
+        site: str,
+        placeholder_id: str,
+        free: FreeResources,
+        *,
+        limit: int = 1,
+        now: float | None = None,
+        window: int = 256,
+    ) -> ClaimResult:
+        """Hand up to ``limit`` ready jobs to ``placeholder_id`` at ``site`` (chosen by the claim policy).
+
+        One transaction: the ready candidates are read (locked with ``FOR UPDATE SKIP LOCKED`` on
+        PostgreSQL; SQLite holds the writer lock since ``BEGIN IMMEDIATE``), the policy chooses,
+        the chosen move to ``running`` with a lease. ``wait`` when unfinished work exists but none
+        suits this placeholder now; ``exit`` when nothing is queued or running.
+        """
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            q = (
+                select(JOBS.c.id, JOBS.c.submit_at, JOBS.c.cpus, JOBS.c.mem_mb, JOBS.c.time_s, JOBS.c.licences)
+                .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
+                .order_by(JOBS.c.id)
+                .limit(max(window, 4 * limit))
+            )
+            if self.is_postgres:
+                q = q.with_for_update(skip_locked=True)
+            cands = conn.execute(q).all()
+            chosen: list[int] = []
+            if cands:
+                ready = [
+                    Job(
+                        job_id=r.id,
+                        submit_time=r.submit_at,
+                        run_time=r.time_s,
+                        requested_time=r.time_s,
+                        requested_procs=r.cpus,
+                        attrs={"mem_mb": r.mem_mb, "licences": r.licences or {}},
+                    )
+                    for r in cands
+                ]
+                if any(r.licences for r in cands):
+                    free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
+                chosen = self.policy.select(ready, site, free, now, limit)
+            if not chosen:
+                busy = conn.execute(
+                    select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
+                ).first()
+                self._seen(conn, placeholder_id, now)
+                return ClaimResult("wait" if busy else "exit")
+            lease = now + self.lease_s
+            conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id.in_(chosen), JOBS.c.state == JobState.QUEUED)
+                .values(
+                    state=JobState.RUNNING,
+                    site=site,
+                    placeholder_id=placeholder_id,
+                    attempts=JOBS.c.attempts + 1,
+                    lease_until=lease,
+                    start_at=now,
+                    end_at=None,
+                    exit_code=None,
+                    reason="",
+                )
+            )
+            rows = conn.execute(
+                select(
+                    JOBS.c.id,
+                    JOBS.c.attempts,
+                    JOBS.c.name,
+                    JOBS.c.command,
+                    JOBS.c.cwd,
+                    JOBS.c.env,
+                    JOBS.c.cpus,
+                    JOBS.c.mem_mb,
+                    JOBS.c.time_s,
+                ).where(JOBS.c.id.in_(chosen))
+            ).all()
+            by_id = {r.id: r for r in rows}
+            conn.execute(
+                insert(EVENTS),
+                [
+                    {
+                        "at": now,
+                        "kind": "claim",
+                        "job_id": j,
+                        "placeholder_id": placeholder_id,
+                        "site": site,
+                        "detail": "",
+                    }
+                    for j in chosen
+                ],
+            )
+            self._seen(conn, placeholder_id, now)
+            return ClaimResult(
+                "job",
+                [
+                    ClaimedJob(
+                        j,
+                        by_id[j].attempts,
+                        by_id[j].name,
+                        by_id[j].command,
+                        by_id[j].cwd,
+                        dict(by_id[j].env or {}),
+                        by_id[j].cpus,
+                        by_id[j].mem_mb,
+                        by_id[j].time_s,
+                        lease,
+                    )
+                    for j in chosen
+                ],
+            )
+
+    def _free_licences(self, conn: Connection, site: str) -> dict[str, int]:
+        row = conn.execute(select(SITES.c.licences).where(SITES.c.name == site)).first()
+        total: dict[str, int] = dict(row.licences) if row and row.licences else {}
+        for (lic,) in conn.execute(
+            select(JOBS.c.licences).where(JOBS.c.state == JobState.RUNNING, JOBS.c.site == site)
+        ):
+            for name, count in (lic or {}).items():
+                total[name] = total.get(name, 0) - count
+        return total
+
+    def _seen(self, conn: Connection, placeholder_id: str, now: float) -> None:
+        conn.execute(update(PLACEHOLDERS).where(PLACEHOLDERS.c.id == placeholder_id).values(last_seen_at=now))
+
+    # ------------------------------------------------------------------ heartbeat / complete / leases
+
+    def heartbeat(self, placeholder_id: str, now: float | None = None) -> dict[int, int]:
+        """Renew the leases of the jobs ``placeholder_id`` holds; returns ``{job_id: attempt}`` it still holds.
+
+        A job the placeholder runs but that is not in the answer was taken from it (lease lost,
+        cancelled): the placeholder must kill it.
+        """
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            conn.execute(
+                update(JOBS)
+                .where(JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING)
+                .values(lease_until=now + self.lease_s)
+            )
+            held = conn.execute(
+                select(JOBS.c.id, JOBS.c.attempts).where(
+                    JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING
+                )
+            ).all()
+            self._seen(conn, placeholder_id, now)
+        return {r.id: r.attempts for r in held}
+
+    def complete(
+        self,
+        job_id: int,
+        placeholder_id: str,
+        attempt: int,
+        exit_code: int,
+        *,
+        start_at: float | None = None,
+        end_at: float | None = None,
+        stdout_path: str | None = None,
+        stderr_path: str | None = None,
+        now: float | None = None,
+    ) -> bool:
+        """Record the end of a run. Refused (returns False) unless this placeholder and attempt hold the job.
+
+        Exit code 0: ``done``, and each dependent has one dependency fewer to wait for. Otherwise:
+        ``failed`` and every (transitive) dependent is ``dep_failed``.
+        """
+        now = time.time() if now is None else now
+        state = JobState.DONE if exit_code == 0 else JobState.FAILED
+        with self._tx() as conn:
+            res = conn.execute(
+                update(JOBS)
+                .where(
+                    JOBS.c.id == job_id,
+                    JOBS.c.placeholder_id == placeholder_id,
+                    JOBS.c.attempts == attempt,
+                    JOBS.c.state == JobState.RUNNING,
+                )
+                .values(
+                    state=state,
+                    exit_code=exit_code,
+                    end_at=end_at if end_at is not None else now,
+                    start_at=start_at if start_at is not None else JOBS.c.start_at,
+                    lease_until=None,
+                    stdout_path=stdout_path,
+                    stderr_path=stderr_path,
+                    reason="" if exit_code == 0 else f"exit code {exit_code}",
+                )
+            )
+            if res.rowcount != 1:
+                self._event(
+                    conn,
+                    now,
+                    "stale_complete",
+                    job_id=job_id,
+                    placeholder_id=placeholder_id,
+                    detail=f"attempt {attempt} exit {exit_code}",
+                )
+                return False
+            self._event(
+                conn,
+                now,
+                "done" if exit_code == 0 else "failed",
+                job_id=job_id,
+                placeholder_id=placeholder_id,
+                detail=f"exit {exit_code}",
+            )
+            conn.execute(
+                update(PLACEHOLDERS)
+                .where(PLACEHOLDERS.c.id == placeholder_id)
+                .values(jobs_run=PLACEHOLDERS.c.jobs_run + 1, last_seen_at=now)
+            )
+            if state == JobState.DONE:
+                conn.execute(
+                    update(JOBS)
+                    .where(JOBS.c.id.in_(select(DEPS.c.job_id).where(DEPS.c.after_id == job_id)))
+                    .values(pending_deps=JOBS.c.pending_deps - 1)
+                )
+            else:
+                self._cascade_failure(conn, [job_id], now)
+        return True
+
+    def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
+        names = dict(conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.id.in_(roots))).all())
+        todo = deque((r, names.get(r) or str(r)) for r in roots)
+        seen = set(roots)
+        while todo:
+            jid, root = todo.popleft()
+            deps = [d for (d,) in conn.execute(select(DEPS.c.job_id).where(DEPS.c.after_id == jid)) if d not in seen]
+            if not deps:
+                continue
+            res = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id.in_(deps), JOBS.c.state == JobState.QUEUED)
+                .values(state=JobState.DEP_FAILED, reason=f"dependency {root} failed")
+                .returning(JOBS.c.id)
+            )
+            hit = [r for (r,) in res]
+            if hit:
+                conn.execute(
+                    insert(EVENTS),
+                    [
+                        {"at": now, "kind": "dep_failed", "job_id": h, "detail": f"dependency {root} failed"}
+                        for h in hit
+                    ],
+                )
+            for h in hit:
+                seen.add(h)
+                todo.append((h, root))
+
+    def expire_leases(self, now: float | None = None) -> list[int]:
+        """Take back running jobs whose lease ended: requeued (attempt counted) or, past the retry limit, failed."""
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            q = select(JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id).where(
+                JOBS.c.state == JobState.RUNNING, JOBS.c.lease_until < now
+            )
+            if self.is_postgres:
+                q = q.with_for_update(skip_locked=True)
+            lost = conn.execute(q).all()
+            failed = []
+            for r in lost:
+                gave_up = r.attempts >= r.max_attempts
+                conn.execute(
+                    update(JOBS)
+                    .where(JOBS.c.id == r.id, JOBS.c.state == JobState.RUNNING)
+                    .values(
+                        state=JobState.FAILED if gave_up else JobState.QUEUED,
+                        placeholder_id=None if not gave_up else r.placeholder_id,
+                        lease_until=None,
+                        reason=(
+                            f"lease lost {r.attempts} times (retry limit)"
+                            if gave_up
+                            else f"lease lost by placeholder {r.placeholder_id}"
+                        ),
+                    )
+                )
+                self._event(
+                    conn,
+                    now,
+                    "lease_lost",
+                    job_id=r.id,
+                    placeholder_id=r.placeholder_id,
+                    detail="failed: retry limit" if gave_up else "requeued",
+                )
+                if gave_up:
+                    failed.append(r.id)
+            if failed:
+                self._cascade_failure(conn, failed, now)
+        return [r.id for r in lost]
+
+    # ------------------------------------------------------------------ user actions
+
+    def _refs(self, conn: Connection, refs: Sequence[str]) -> list[int]:
+        known = self.resolve(conn, refs)
+        unknown = [r for r in refs if r not in known]
+        if unknown:
+            raise StoreError(f"unknown job(s): {', '.join(unknown)}")
+        return list(dict.fromkeys(known[r] for r in refs))
+
+    def cancel(self, refs: Sequence[str], now: float | None = None) -> list[int]:
+        """Cancel queued or running jobs (their dependents become ``dep_failed``); returns those cancelled."""
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            ids = self._refs(conn, refs)
+            res = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id.in_(ids), JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING]))
+                .values(state=JobState.CANCELLED, reason="cancelled by user", end_at=now, lease_until=None)
+                .returning(JOBS.c.id)
+            )
+            done = [r for (r,) in res]
+            for j in done:
+                self._event(conn, now, "cancel", job_id=j)
+            self._cascade_failure(conn, done, now)
+        return done
+
+    def retry(self, refs: Sequence[str], now: float | None = None) -> list[int]:
+        """Queue failed / cancelled / dependency-failed jobs again, and the dependents they held back."""
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            ids = self._refs(conn, refs)
+            rows = conn.execute(select(JOBS.c.id, JOBS.c.name, JOBS.c.state).where(JOBS.c.id.in_(ids))).all()
+            bad = [f"{r.name or r.id} ({r.state})" for r in rows if r.state not in BROKEN]
+            if bad:
+                raise StoreError(f"only failed, cancelled or dependency-failed jobs can be retried: {', '.join(bad)}")
+            requeued: list[int] = []
+            todo = deque(ids)
+            seen: set[int] = set()
+            while todo:
+                jid = todo.popleft()
+                if jid in seen:
+                    continue
+                seen.add(jid)
+                deps = conn.execute(
+                    select(JOBS.c.id, JOBS.c.name, JOBS.c.state)
+                    .join(DEPS, DEPS.c.after_id == JOBS.c.id)
+                    .where(DEPS.c.job_id == jid)
+                ).all()
+                broken = [d for d in deps if d.state in BROKEN and d.id not in seen]
+                if broken:
+                    if jid in ids:
+                        label = next((r.name for r in rows if r.id == jid and r.name), jid)
+                        raise StoreError(
+                            f"job {label} depends on {', '.join(str(d.name or d.id) for d in broken)} "
+                            "which did not succeed: retry that first (or together)"
+                        )
+                    continue
+                pending = sum(1 for d in deps if d.state != JobState.DONE)
+                conn.execute(
+                    update(JOBS)
+                    .where(JOBS.c.id == jid)
+                    .values(
+                        state=JobState.QUEUED,
+                        pending_deps=pending,
+                        attempts=0,
+                        exit_code=None,
+                        reason="",
+                        placeholder_id=None,
+                        site=None,
+                        start_at=None,
+                        end_at=None,
+                        lease_until=None,
+                    )
+                )
+                self._event(conn, now, "retry", job_id=jid)
+                requeued.append(jid)
+                for (child,) in conn.execute(
+                    select(JOBS.c.id)
+                    .join(DEPS, DEPS.c.job_id == JOBS.c.id)
+                    .where(DEPS.c.after_id == jid, JOBS.c.state == JobState.DEP_FAILED)
+                ):
+                    todo.append(child)
+            # A requeued job may have been counted before a sibling dependency was requeued: recount.
+            for jid in requeued:
+                pending = conn.execute(
+                    select(func.count())
+                    .select_from(DEPS.join(JOBS, DEPS.c.after_id == JOBS.c.id))
+                    .where(DEPS.c.job_id == jid, JOBS.c.state != JobState.DONE)
+                ).scalar_one()
+                conn.execute(update(JOBS).where(JOBS.c.id == jid).values(pending_deps=pending))
+        return requeued
+
+    # ------------------------------------------------------------------ queries
+
+    def jobs(
+        self, *, states: Sequence[str] = (), site: str | None = None, name_like: str | None = None, limit: int = 0
+    ) -> list[dict[str, Any]]:
+        q = select(JOBS).order_by(JOBS.c.id)
+        if states:
+            q = q.where(JOBS.c.state.in_(list(states)))
+        if site:
+            q = q.where(JOBS.c.site == site)
+        if name_like:
+            q = q.where(JOBS.c.name.like(name_like.replace("*", "%")))
+        if limit:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    def job(self, ref: str) -> dict[str, Any]:
+        with self.engine.connect() as conn:
+            (jid,) = self._refs(conn, [ref])
+            row = conn.execute(select(JOBS).where(JOBS.c.id == jid)).one()
+            after = [r for (r,) in conn.execute(select(DEPS.c.after_id).where(DEPS.c.job_id == jid))]
+        out = dict(row._mapping)
+        out["after"] = after
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Number of jobs per state, plus ``ready`` (queued with every dependency done)."""
+        with self.engine.connect() as conn:
+            out = {st: n for st, n in conn.execute(select(JOBS.c.state, func.count()).group_by(JOBS.c.state))}
+            out["ready"] = conn.execute(
+                select(func.count()).where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
+            ).scalar_one()
+        return out
+
+    def events(self, job_id: int | None = None, since_id: int = 0) -> list[dict[str, Any]]:
+        q = select(EVENTS).where(EVENTS.c.id > since_id).order_by(EVENTS.c.id)
+        if job_id is not None:
+            q = q.where(EVENTS.c.job_id == job_id)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    # ------------------------------------------------------------------ sites and placeholders
+
+    def upsert_site(
+        self, name: str, adapter: str, config: Mapping[str, Any], licences: Mapping[str, int], now: float | None = None
+    ) -> None:
+        now = time.time() if now is None else now
+        values = {
+            "adapter": adapter,
+            "config": json.loads(json.dumps(dict(config))),
+            "licences": dict(licences),
+            "updated_at": now,
+        }
+        with self._tx() as conn:
+            if conn.execute(update(SITES).where(SITES.c.name == name).values(**values)).rowcount == 0:
+                conn.execute(insert(SITES).values(name=name, target=1, **values))
+
+    def set_site_target(self, name: str, target: int, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            conn.execute(update(SITES).where(SITES.c.name == name).values(target=target))
+            self._event(conn, now, "site_target", site=name, detail=str(target))
+
+    def sites(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(select(SITES).order_by(SITES.c.name))]
+
+    def add_placeholder(self, placeholder_id: str, site: str, batch_id: str | None, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            conn.execute(
+                insert(PLACEHOLDERS).values(
+                    id=placeholder_id, site=site, batch_id=batch_id, state="submitted", submitted_at=now, jobs_run=0
+                )
+            )
+            self._event(
+                conn, now, "placeholder_submitted", placeholder_id=placeholder_id, site=site, detail=batch_id or ""
+            )
+
+    def placeholder_started(self, placeholder_id: str, site: str, host: str, now: float | None = None) -> float | None:
+        """A placeholder says hello when it starts; returns its queue wait (s) if we submitted it."""
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            row = conn.execute(select(PLACEHOLDERS.c.submitted_at).where(PLACEHOLDERS.c.id == placeholder_id)).first()
+            if row is None:
+                conn.execute(
+                    insert(PLACEHOLDERS).values(
+                        id=placeholder_id,
+                        site=site,
+                        state="running",
+                        submitted_at=now,
+                        started_at=now,
+                        last_seen_at=now,
+                        host=host,
+                        jobs_run=0,
+                    )
+                )
+                wait = None
+            else:
+                wait = max(0.0, now - row.submitted_at)
+                conn.execute(
+                    update(PLACEHOLDERS)
+                    .where(PLACEHOLDERS.c.id == placeholder_id)
+                    .values(state="running", started_at=now, last_seen_at=now, host=host, wait_s=wait)
+                )
+            self._event(
+                conn,
+                now,
+                "placeholder_started",
+                placeholder_id=placeholder_id,
+                site=site,
+                detail=f"wait {wait}" if wait is not None else "",
+            )
+        return wait
+
+    def update_placeholder(self, placeholder_id: str, now: float | None = None, **values: Any) -> None:
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            conn.execute(update(PLACEHOLDERS).where(PLACEHOLDERS.c.id == placeholder_id).values(**values))
+            if "state" in values:
+                self._event(
+                    conn,
+                    now,
+                    f"placeholder_{values['state']}",
+                    placeholder_id=placeholder_id,
+                    detail=str(values.get("decision") or ""),
+                )
+
+    def placeholders(self, site: str | None = None, active_only: bool = False) -> list[dict[str, Any]]:
+        q = select(PLACEHOLDERS).order_by(PLACEHOLDERS.c.submitted_at)
+        if site:
+            q = q.where(PLACEHOLDERS.c.site == site)
+        if active_only:
+            q = q.where(
+                or_(
+                    PLACEHOLDERS.c.state == "submitted",
+                    PLACEHOLDERS.c.state == "queued",
+                    PLACEHOLDERS.c.state == "running",
+                )
+            )
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+
+def _chunks(items: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def _topological(specs: Sequence[JobSpec], batch: Mapping[str, int]) -> list[int]:
+    """Indices of ``specs`` in a dependency order (stable); raises naming a cycle if there is one."""
+    indeg = [0] * len(specs)
+    children: dict[int, list[int]] = defaultdict(list)
+    for i, spec in enumerate(specs):
+        for ref in dict.fromkeys(spec.after):
+            if ref in batch:
+                if batch[ref] == i:
+                    raise StoreError(f"dependency cycle: {ref} -> {ref}")
+                indeg[i] += 1
+                children[batch[ref]].append(i)
+    todo = deque(i for i in range(len(specs)) if indeg[i] == 0)
+    order: list[int] = []
+    while todo:
+        i = todo.popleft()
+        order.append(i)
+        for c in children[i]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                todo.append(c)
+    if len(order) == len(specs):
+        return order
+    # Walk back along unfinished dependencies from any stuck job until a job repeats: that is a cycle.
+    stuck = {i for i in range(len(specs)) if indeg[i] > 0}
+    path: list[int] = []
+    at = min(stuck)
+    while at not in path:
+        path.append(at)
+        at = next(batch[r] for r in specs[at].after if r in batch and batch[r] in stuck)
+    cycle = [*path[path.index(at) :], at]
+    raise StoreError(
+        "dependency cycle (each must run before the next): " + " -> ".join(str(specs[i].name) for i in reversed(cycle))
+    )

@@ -1,0 +1,135 @@
+"""The HTTP service (auth, protocol) and the placeholder agent running real processes on the local machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from metasched.runtime.metaqueue.protocol import StoreTransport, ensure_token
+from metasched.runtime.metaqueue.service import create_app
+from metasched.runtime.metaqueue.store import JobSpec, Store
+from metasched.runtime.placeholder.agent import Agent
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def test_token_file_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    tok = ensure_token(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert ensure_token(path) == tok and len(tok) > 30
+
+
+def test_service_requires_token_and_speaks_protocol(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=30)
+    a, _b = store.submit([JobSpec("echo a", name="a"), JobSpec("echo b", name="b", after=["a"])])
+    with TestClient(create_app(store, "sekrit")) as client:
+        body = {"placeholder_id": "p", "site": "s", "cpus": 2, "limit": 2}
+        assert client.post("/v1/claim", json=body).status_code == 401
+        bad = {"Authorization": "Bearer nope"}
+        assert client.post("/v1/claim", json=body, headers=bad).status_code == 401
+        h = {"Authorization": "Bearer sekrit"}
+        assert client.post("/v1/hello", json={"placeholder_id": "p", "site": "s"}, headers=h).json() == {"wait_s": None}
+        r = client.post("/v1/claim", json=body, headers=h).json()
+        assert r["action"] == "job" and [j["job_id"] for j in r["jobs"]] == [a]
+        assert client.post("/v1/claim", json=body, headers=h).json() == {"action": "wait", "jobs": []}
+        assert client.post("/v1/heartbeat", json={"placeholder_id": "p"}, headers=h).json() == {"held": {str(a): 1}}
+        res = {"job_id": a, "attempt": 1, "exit_code": 0, "start_at": 1.0, "end_at": 2.0}
+        out = client.post("/v1/complete", json={"placeholder_id": "x", "results": [res]}, headers=h).json()
+        assert out == {"accepted": [False]}  # not x's job
+        out = client.post("/v1/complete", json={"placeholder_id": "p", "results": [res]}, headers=h).json()
+        assert out == {"accepted": [True]}
+        assert client.post("/v1/claim", json=body, headers=h).json()["jobs"][0]["name"] == "b"
+        assert "/v1/claim" in client.get("/openapi.json").json()["paths"]
+    store.close()
+
+
+def _agent(store: Store, tmp_path: Path, **kw: object) -> Agent:
+    return Agent(StoreTransport(store), site="local", log_dir=tmp_path / "logs", **kw)  # type: ignore[arg-type]
+
+
+def test_agent_runs_dependencies_in_order(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=30)
+    ledger = tmp_path / "ledger"
+    cmd = f'echo "start $METASCHED_JOB_NAME" >> {ledger}; sleep 0.1; echo "end $METASCHED_JOB_NAME" >> {ledger}'
+    store.submit(
+        [
+            JobSpec(cmd, name="a"),
+            JobSpec(cmd, name="b", after=["a"]),
+            JobSpec(cmd, name="c", after=["a"]),
+            JobSpec(cmd, name="d", after=["b", "c"]),
+            JobSpec("echo out; echo err >&2; exit 5", name="e"),
+        ]
+    )
+    assert _agent(store, tmp_path, cpus=2).run() == "done"
+    lines = ledger.read_text().split("\n")
+    pos = {ln: i for i, ln in enumerate(lines)}
+    assert pos["end a"] < pos["start b"] and pos["end a"] < pos["start c"]
+    assert pos["end b"] < pos["start d"] and pos["end c"] < pos["start d"]
+    e = store.job("e")
+    assert (e["state"], e["exit_code"]) == ("failed", 5)
+    assert Path(e["stdout_path"]).read_text() == "out\n" and Path(e["stderr_path"]).read_text() == "err\n"
+    assert {j["state"] for j in store.jobs() if j["name"] != "e"} == {"done"}
+
+
+def test_agent_kills_cancelled_job_and_respects_wall_time(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=2)
+    marker = tmp_path / "marker"
+    store.submit([JobSpec(f"sleep 3; touch {marker}", name="slow"), JobSpec("true", name="long", time_s=3600)])
+    agent = _agent(store, tmp_path, wall_time_s=30, margin_s=1, idle_exit_s=1.0)
+    threading.Timer(1.0, lambda: store.cancel(["slow"])).start()
+    t0 = time.time()
+    assert agent.run() == "done"
+    time.sleep(3.0)
+    assert not marker.exists()  # killed when the heartbeat said it is no longer ours
+    assert time.time() - t0 < 10
+    assert store.job("long")["state"] == "queued"  # never started: cannot finish within 30 s
+
+
+def test_agent_expires_at_wall_time(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=10)
+    store.submit([JobSpec("sleep 0.2", name=f"j{i}") for i in range(50)])
+    agent = _agent(store, tmp_path, wall_time_s=2.0, margin_s=0.5)
+    assert agent.run() == "expired"
+    assert 0 < store.counts().get("done", 0) < 50
+
+
+def test_kill_9_of_placeholder_kills_its_job_and_job_returns_to_queue(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db, lease_s=2)
+    marker = tmp_path / "marker"
+    store.submit([JobSpec(f"sleep 4; touch {marker}", name="victim")])
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "placeholder", "--site", "local", "--db", db, "--lease", "2"], env=env
+    )
+    try:
+        for _ in range(600):  # python start-up is slow on a loaded CI box
+            if store.job("victim")["state"] == "running":
+                break
+            time.sleep(0.1)
+        assert store.job("victim")["state"] == "running"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        lost: list[int] = []
+        for _ in range(100):
+            lost = store.expire_leases()
+            if lost:
+                break
+            time.sleep(0.1)
+        assert lost == [store.job("victim")["id"]]
+        job = store.job("victim")
+        assert (job["state"], job["attempts"]) == ("queued", 1)
+        time.sleep(2.0)
+        assert not marker.exists()  # the child died with its placeholder
+    finally:
+        if proc.poll() is None:
+            proc.kill()
