@@ -498,9 +498,9 @@ class _Driver:
                 self.messages[i] += others
                 for _ in decision.kill:
                     self._kill(job_id)
+                self._start(job_id, s)
                 for t in decision.cancel:
                     self._remove_copy(job_id, t, "cancel")
-                self._start(job_id, s)
             else:
                 self._remove_copy(job_id, s, "deny")
                 self.denials += 1
