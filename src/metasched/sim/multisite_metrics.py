@@ -37,6 +37,8 @@ def summarise_multisite(result: MultiSiteResult) -> dict[str, Any]:
     total = result.total_procs
     capacity = makespan * total
     busy = result.busy_proc_s
+    run = result.run_time
+    efficacy = np.divide(result.best_run_time, run, out=np.ones_like(run), where=run > 0)
     summary: dict[str, Any] = {
         "jobs": n,
         "total_procs": total,
@@ -46,7 +48,7 @@ def summarise_multisite(result: MultiSiteResult) -> dict[str, Any]:
         "mean_wait": float(wait.mean()),
         "utilization": float(busy.sum() / capacity) if capacity > 0 else 0.0,
         "effective_utilization": float((procs * result.best_run_time).sum() / capacity) if capacity > 0 else 0.0,
-        "mean_efficacy": float(np.mean(np.where(result.run_time > 0, result.best_run_time / result.run_time, 1.0))),
+        "mean_efficacy": float(np.mean(efficacy)),
         "messages_per_job": float(result.messages.mean()),
         "attempts_per_job": float(result.attempts.mean()),
         "copies_per_job": float(result.copies.mean()),
