@@ -107,6 +107,12 @@ def sabin2003(
         "Messages: 2(m-1) per start attempt with m live copies, m-1 more on an accepted start, 2N per job for"
         " completion-time site selection when K<N (none when K=N: all sites are chosen anyway).",
         "Utilization counts killed copies and data transfers as busy time; effective utilization uses best run times.",
+        "The text names the content of figures 1, 2, 4, 5, 8-12 only; figures 3, 6, 7, 9, 10, 13 and 14 follow the"
+        " text around them (3: effective utilization of greedy vs MR; 13-14: efficacy, load-based sites, K=1..4).",
+        "Cancel-slower-only keeps the copies at faster sites; one of them that can complete strictly earlier kills"
+        " the running copy and restarts the job (kills and wasted processor-seconds are in runs.csv).",
+        "Completion-based decisions read other sites' reservations from their latest conservative plan;"
+        " a job's copy at its fastest chosen site is never denied, so efficacy priority cannot starve it.",
     ]
     (out / "summary.md").write_text(exp.summary_markdown(rows, traces, command, notes))
     summary = Table(title=f"sabin2003: mean turnaround (s) at load factor {loads[0]} and {loads[-1]}")
