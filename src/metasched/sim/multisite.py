@@ -23,7 +23,7 @@ efficacy queue may also make one optimistic until the site's next pass).
 Plans are cached: a site's plan is recomputed only after its queue or running set changed
 otherwise than by starting the plan's own starts (which leaves the other reservations as they
 were for any queue order that does not depend on ``now``, as FCFS and efficacy do);
-``check=True`` re-plans every time and raises if a cached plan differs, and audits every plan
+``check=True`` re-plans whenever a plan is used, raises if a cached plan differs, and audits each
 (reservations only for live copies, never more processors than the site has).
 
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.base`): a start attempt
