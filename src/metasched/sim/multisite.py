@@ -313,12 +313,28 @@ class _Driver:
             # EASY's one reservation and conservative's many are all jointly feasible.
             profile.reserve(at, job.requested_time, job.requested_procs)
 
+    def _audit_stale(self, t: int) -> None:
+        """The latest plan of a site that changed since (cancellations, ends, arrivals) must still
+        be feasible for the copies it still holds: cancelling keeps the other reservations valid."""
+        st = self.state[t]
+        releases = [(start + job.requested_time, job.requested_procs) for job, start in st.running.values()]
+        profile = Profile.from_releases(st.procs, self.now, st.free, releases)
+        for job in st.plan.starts:
+            if job.job_id in st.queue:
+                profile.reserve(self.now, job.requested_time, job.requested_procs)
+        for job_id, at in st.plan.reservations.items():
+            held = st.queue.get(job_id)
+            if held is not None:
+                profile.reserve(max(at, self.now), held.requested_time, held.requested_procs)
+
     def _expected_start(self, t: int, job_id: int) -> float:
         """Site ``t``'s answer for ``job_id``: its latest plan's start for it (``now`` when that
         plan starts it). A site that has not planned since the copy arrived plans first."""
         st = self.state[t]
         if job_id not in st.start_ids and job_id not in st.plan.reservations:
             self._plan(t)
+        elif self.check and not st.fresh:
+            self._audit_stale(t)
         if job_id in st.start_ids:
             return self.now
         at = st.plan.reservations.get(job_id, math.inf)
