@@ -64,6 +64,16 @@ def placeholder(
     idle_exit: Annotated[float | None, typer.Option(help="Leave after this long with nothing ready.")] = None,
     linger: Annotated[bool, typer.Option("--linger", help="Keep polling when the queue is empty.")] = False,
     max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
+    ssh: Annotated[
+        str | None, typer.Option(help="Reach the metaqueue over SSH: [user@]host running the gateway (issue 9).")
+    ] = None,
+    ssh_port: Annotated[int | None, typer.Option(help="SSH port of the metaqueue host.")] = None,
+    ssh_key: Annotated[Path | None, typer.Option(help="The placeholder's restricted private key.")] = None,
+    ssh_known_hosts: Annotated[Path | None, typer.Option(help="known_hosts holding the metaqueue host's key.")] = None,
+    ssh_config: Annotated[str | None, typer.Option(help="ssh -F file (default: the user's).")] = None,
+    ssh_mode: Annotated[str, typer.Option(help="session | mux | plain (see metasched.runtime.remote.client).")] = (
+        "session"
+    ),
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """What a batch job runs: pull jobs from the metaqueue and run them until EXIT or the wall time."""
@@ -72,7 +82,22 @@ def placeholder(
 
     _logging(verbose)
     transport: Transport
-    if server_url:
+    if ssh:
+        from metasched.runtime.remote.ssh import SshTarget
+        from metasched.runtime.remote.transport import SshTransport
+
+        user, _, host = ssh.rpartition("@")
+        target = SshTarget(
+            host=host,
+            user=user or None,
+            port=ssh_port,
+            identity_file=ssh_key,
+            known_hosts=ssh_known_hosts,
+            host_key_policy="yes" if ssh_known_hosts else "accept-new",
+            ssh_config=ssh_config,
+        )
+        transport = SshTransport(target, mode=ssh_mode)  # type: ignore[arg-type]
+    elif server_url:
         transport = HttpTransport(server_url, read_token(token_file))
     else:
         from metasched.runtime.metaqueue.store import Store
@@ -134,6 +159,8 @@ def sites_run(
         manager.run(interval_s=interval, until_idle=until_idle)
     except KeyboardInterrupt:
         manager.shutdown()
+    finally:
+        manager.close()  # the SSH sites' master connections
 
 
 @sites_app.command("list")
@@ -146,7 +173,7 @@ def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = N
 
     store = Store.open(db)
     table = Table(title="sites")
-    for col in ("site", "adapter", "target", "active", "placeholders by state", "throttle decisions"):
+    for col in ("site", "adapter", "where", "reach", "target", "active", "placeholders by state", "throttle decisions"):
         table.add_column(col)
     for s in store.sites():
         phs = store.placeholders(s["name"])
@@ -157,9 +184,16 @@ def sites_list(db: Annotated[str | None, typer.Option(help="Database URL.")] = N
             if p["decision"]:
                 dec[p["decision"]] = dec.get(p["decision"], 0) + 1
         active = sum(by.get(k, 0) for k in ("submitted", "queued", "running"))
+        config = s["config"] or {}
+        reach = config.get("reach") or {}
+        reach_text = str(reach.get("state", "?"))
+        if reach.get("error"):
+            reach_text += f": {reach['error'][:80]}"
         table.add_row(
             s["name"],
             s["adapter"],
+            str(config.get("where", "local")),
+            reach_text,
             str(s["target"]),
             str(active),
             " ".join(f"{k}={v}" for k, v in sorted(by.items())),

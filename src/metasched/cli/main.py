@@ -35,3 +35,4 @@ def main() -> None:
 from metasched.cli import trace as _trace  # noqa: E402
 
 app.add_typer(_trace.app, name="trace")
+from metasched.cli import remote as _remote  # noqa: E402,F401

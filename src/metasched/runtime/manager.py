@@ -21,6 +21,24 @@ Sites come from a TOML file::
     licences = { matlab = 2 }
 
 With no file, one ``local`` site sized to this machine.
+
+A site in another administrative domain (issue 9; seed 003, section 1.1) names an SSH destination;
+its batch commands then run there over one multiplexed connection
+(:class:`~metasched.runtime.remote.ssh.SshRunner`), and a site that cannot be reached is reported
+down and retried with back-off while the other sites carry on::
+
+    [sites.clusterB]
+    adapter = "slurm"
+    ssh = { host = "login.cluster-b.org", user = "alice", key = "~/.ssh/id_ed25519", jump = "gw.org" }
+    workdir = "metasched/placeholders"   # on the site (relative = under the login's home)
+    python = "/home/alice/venv/bin/python"   # runs the placeholder agent there
+    transport = "ssh"                    # placeholders reach the metaqueue: http | ssh | tunnel
+    metaqueue_ssh = { host = "ws.my-lab.org", user = "alice", key = "~/.ssh/metasched_placeholder" }
+
+``transport``: ``http`` (default) hands placeholders the server URL; ``ssh`` makes them speak the
+protocol over SSH with a restricted key (``metasched sites ssh-key``); ``tunnel`` opens a reverse
+tunnel on the site's master connection (``tunnel_port`` on the site -> the server here) for sites
+whose nodes reach nothing outside.
 """
 
 from __future__ import annotations
@@ -42,6 +60,16 @@ from metasched.runtime.batch import REGISTRY, BatchAdapter, BatchError, Placehol
 from metasched.runtime.metaqueue.states import PlaceholderState
 from metasched.runtime.metaqueue.store import Store, StoreError, metasched_home
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb
+from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner
+from metasched.runtime.remote.ssh import SshRunner, SshTarget
+from metasched.runtime.remote.staging import (
+    DEFAULT_STAGE_ROOT,
+    STAGE_ENV,
+    STAGE_ROOT_ENV,
+    SiteStager,
+    StageSpec,
+    job_dir,
+)
 
 log = logging.getLogger("metasched.sites")
 
@@ -62,7 +90,15 @@ _SITE_KEYS = {
     "env",
     "idle_cancel",
     "command_timeout",
+    "ssh",
+    "workdir",
+    "python",
+    "transport",
+    "metaqueue_ssh",
+    "tunnel_port",
+    "stage_root",
 }
+TRANSPORTS = ("http", "ssh", "tunnel")
 
 
 @dataclass(slots=True)
@@ -84,9 +120,20 @@ class SiteConfig:
     env: dict[str, str] = field(default_factory=dict)
     idle_cancel_s: float = 5.0
     command_timeout_s: float = 30.0
+    ssh: SshTarget | None = None
+    workdir: str | None = None
+    python: str | None = None
+    transport: str = "http"
+    metaqueue_ssh: dict[str, Any] = field(default_factory=dict)
+    tunnel_port: int | None = None
+    stage_root: str | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        return self.ssh is not None
 
     @classmethod
-    def from_mapping(cls, name: str, raw: dict[str, Any]) -> SiteConfig:
+    def from_mapping(cls, name: str, raw: dict[str, Any], *, base_dir: Path | None = None) -> SiteConfig:
         unknown = set(raw) - _SITE_KEYS
         if unknown:
             raise StoreError(
@@ -113,9 +160,30 @@ class SiteConfig:
             env={str(k): str(v) for k, v in (raw.get("env") or {}).items()},
             idle_cancel_s=parse_duration_s(raw.get("idle_cancel", 5)),
             command_timeout_s=parse_duration_s(raw.get("command_timeout", 30)),
+            workdir=None if raw.get("workdir") is None else str(raw["workdir"]),
+            python=None if raw.get("python") is None else str(raw["python"]),
+            transport=str(raw.get("transport", "http")),
+            metaqueue_ssh=dict(raw.get("metaqueue_ssh") or {}),
+            tunnel_port=None if raw.get("tunnel_port") is None else int(raw["tunnel_port"]),
+            stage_root=None if raw.get("stage_root") is None else str(raw["stage_root"]),
         )
         if not 0 <= cfg.lower <= cfg.limit or cfg.limit < 1:
             raise StoreError(f"site {name!r}: need 0 <= lower <= limit and limit >= 1")
+        if "ssh" in raw:
+            if not isinstance(raw["ssh"], dict):
+                raise StoreError(f"site {name!r}: ssh must be a table (host, user, port, key, jump, ...)")
+            try:
+                cfg.ssh = SshTarget.from_mapping(raw["ssh"], base_dir=base_dir)
+            except ValueError as exc:
+                raise StoreError(f"site {name!r}: {exc}") from None
+            if adapter == "local":
+                raise StoreError(f"site {name!r}: the local adapter cannot run on a remote site; use slurm, ...")
+        if cfg.transport not in TRANSPORTS:
+            raise StoreError(f"site {name!r}: transport must be one of {', '.join(TRANSPORTS)}, got {cfg.transport!r}")
+        if cfg.transport == "ssh" and "host" not in cfg.metaqueue_ssh:
+            raise StoreError(f"site {name!r}: transport 'ssh' needs metaqueue_ssh = {{ host = ..., key = ... }}")
+        if cfg.transport == "tunnel" and (cfg.ssh is None or cfg.tunnel_port is None):
+            raise StoreError(f"site {name!r}: transport 'tunnel' needs an ssh site and tunnel_port")
         return cfg
 
 
@@ -133,7 +201,7 @@ def load_sites(path: str | Path | None) -> list[SiteConfig]:
     sites = data.get("sites")
     if not isinstance(sites, dict) or not sites:
         raise StoreError(f"{path}: no [sites.NAME] tables")
-    return [SiteConfig.from_mapping(name, raw) for name, raw in sites.items()]
+    return [SiteConfig.from_mapping(name, raw, base_dir=Path(path).parent) for name, raw in sites.items()]
 
 
 @dataclass(slots=True)
@@ -142,12 +210,17 @@ class _Site:
     adapter: BatchAdapter
     throttle: Throttle
     target: int
+    runner: CommandRunner
     no_ready_since: float | None = None
     down_since: float | None = None
+    last_error: str | None = None
 
 
 class SiteManager:
     """Drives the sites of ``configs`` against ``store``. ``server``: URL placeholders use (else ``db_url``)."""
+
+    #: Concurrent submissions to one SSH site (channels of its master; sshd allows 10 by default).
+    SUBMIT_PARALLEL = 8
 
     def __init__(
         self,
@@ -170,24 +243,31 @@ class SiteManager:
         self.python = python
         self.sites: list[_Site] = []
         for cfg in configs:
+            runner: CommandRunner = SshRunner(cfg.ssh) if cfg.ssh is not None else LocalRunner()
+            if cfg.workdir is not None:
+                site_workdir = Path(cfg.workdir)
+            elif cfg.is_remote:
+                site_workdir = Path("metasched-placeholders") / cfg.name  # under the login's home on the site
+            else:
+                site_workdir = self.workdir / cfg.name
             adapter = REGISTRY[cfg.adapter](
                 queue=cfg.queue,
-                workdir=self.workdir / cfg.name,
+                workdir=site_workdir,
                 extra_args=cfg.extra_args,
                 command_timeout_s=cfg.command_timeout_s,
                 setup=cfg.setup,
+                runner=runner,
             )
             throttle = TrellisThrottle(increase_below_s=cfg.increase_below_s, reduce_above_s=cfg.reduce_above_s)
             target = max(cfg.lower, min(cfg.limit, cfg.initial))
-            self.sites.append(_Site(cfg, adapter, throttle, target))
-            store.upsert_site(
-                cfg.name, cfg.adapter, {"queue": cfg.queue, "cpus": cfg.cpus, "limit": cfg.limit}, cfg.licences
-            )
+            self.sites.append(_Site(cfg, adapter, throttle, target, runner))
+            store.upsert_site(cfg.name, cfg.adapter, self._site_info(self.sites[-1]), cfg.licences)
             store.set_site_target(cfg.name, target)
 
     def placeholder_command(self, cfg: SiteConfig, placeholder_id: str) -> list[str]:
+        python = cfg.python or ("python3" if cfg.is_remote else self.python)
         cmd = [
-            self.python,
+            python,
             "-m",
             "metasched",
             "placeholder",
@@ -200,7 +280,19 @@ class SiteManager:
             "--lease",
             str(self.lease_s),
         ]
-        if self.server:
+        if cfg.transport == "ssh":
+            m = cfg.metaqueue_ssh
+            cmd += ["--ssh", (f"{m['user']}@" if m.get("user") else "") + str(m["host"])]
+            for key, flag in (("port", "--ssh-port"), ("key", "--ssh-key"), ("known_hosts", "--ssh-known-hosts")):
+                if m.get(key) is not None:
+                    cmd += [flag, str(m[key])]
+            if m.get("ssh_config") is not None:
+                cmd += ["--ssh-config", str(m["ssh_config"])]
+        elif cfg.transport == "tunnel":
+            cmd += ["--server", f"http://127.0.0.1:{cfg.tunnel_port}"]
+            if self.token_file:
+                cmd += ["--token-file", self.token_file]
+        elif self.server:
             cmd += ["--server", self.server]
             if self.token_file:
                 cmd += ["--token-file", self.token_file]
@@ -213,7 +305,11 @@ class SiteManager:
         return cmd
 
     def _env(self, cfg: SiteConfig) -> dict[str, str]:
-        env = {k: os.environ[k] for k in ("PYTHONPATH", "METASCHED_HOME", "PATH") if k in os.environ}
+        # This machine's paths mean nothing on a remote site: there only the site's own env applies.
+        keep = () if cfg.is_remote else ("PYTHONPATH", "METASCHED_HOME", "PATH")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        if cfg.stage_root is not None:
+            env[STAGE_ROOT_ENV] = cfg.stage_root
         env.update(cfg.env)
         return env
 
@@ -228,17 +324,92 @@ class SiteManager:
         ready = counts.get("ready", 0)
         for site in self.sites:
             try:
+                self._reach(site)
                 self._tick_site(site, now, ready)
                 if site.down_since is not None:
                     log.warning("site %s is back", site.cfg.name)
-                site.down_since = None
-            except BatchError as exc:
+                    site.down_since = None
+                    site.last_error = None
+                    self._publish(site)
+            except (BatchError, CommandError) as exc:
+                site.last_error = str(exc)
                 if site.down_since is None:
                     site.down_since = now
+                    self._publish(site)
                 log.warning("site %s unavailable: %s", site.cfg.name, exc)
+
+    def _site_info(self, site: _Site) -> dict[str, Any]:
+        cfg = site.cfg
+        info: dict[str, Any] = {"queue": cfg.queue, "cpus": cfg.cpus, "limit": cfg.limit, "where": site.runner.target}
+        info["reach"] = {"state": "down" if site.down_since is not None else "up", "since": site.down_since}
+        if site.last_error:
+            info["reach"]["error"] = site.last_error[:300]
+        return info
+
+    def _publish(self, site: _Site) -> None:
+        """Record an up/down change in the store, for ``metasched sites list`` (only on changes: no write per round)."""
+        try:
+            self.store.upsert_site(site.cfg.name, site.cfg.adapter, self._site_info(site), site.cfg.licences)
+        except Exception:
+            log.exception("could not record the state of site %s", site.cfg.name)
+
+    def _reach(self, site: _Site) -> None:
+        """For an SSH site: make sure its master is up (raises at once while the site is in back-off), so
+        a site is never reported back just because a quiet round sent it no command; and keep the
+        reverse tunnel of a ``tunnel`` site on its current master (a new master has none)."""
+        if not isinstance(site.runner, SshRunner):
+            return
+        site.runner.connect()
+        if site.cfg.transport == "tunnel" and self.server:
+            local_port = int(self.server.rstrip("/").rsplit(":", 1)[1])
+            site.runner.keep_remote_forward(int(site.cfg.tunnel_port or 0), local_port)
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        """Per site: up/down, since when, the last error, and for SSH sites the connection's back-off state."""
+        out: dict[str, dict[str, Any]] = {}
+        for site in self.sites:
+            info: dict[str, Any] = {
+                "state": "down" if site.down_since is not None else "up",
+                "down_since": site.down_since,
+                "last_error": site.last_error,
+                "target": site.runner.target,
+            }
+            if isinstance(site.runner, SshRunner):
+                info["ssh"] = site.runner.health.as_dict()
+            out[site.cfg.name] = info
+        return out
+
+    def close(self) -> None:
+        """Stop the SSH master connections."""
+        for site in self.sites:
+            site.runner.close()
+
+    def stage_root(self, cfg: SiteConfig) -> str:
+        """Where staged jobs run on the site (relative = under the login's home, as the job wrapper assumes)."""
+        if cfg.stage_root is not None:
+            return cfg.stage_root
+        return DEFAULT_STAGE_ROOT if cfg.is_remote else str(Path.home() / DEFAULT_STAGE_ROOT)
+
+    def _stage(self, site: _Site) -> None:
+        """Copy inputs in and outputs back for this site's running jobs that declared them (see staging)."""
+        jobs = {
+            job_dir(self.stage_root(site.cfg), j["id"], j["attempts"]): StageSpec.from_json(j["env"][STAGE_ENV])
+            for j in self.store.jobs(states=["running"], site=site.cfg.name)
+            if STAGE_ENV in (j["env"] or {})
+        }
+        if not jobs:
+            return
+        report = SiteStager(site.runner, timeout_s=max(60.0, site.cfg.command_timeout_s)).sync(jobs)
+        for d in report.staged_in:
+            log.info("site %s: staged in %s", site.cfg.name, d)
+        for d in report.staged_out:
+            log.info("site %s: staged out %s", site.cfg.name, d)
+        for d, why in report.failed.items():
+            log.warning("site %s: staging failed for %s: %s", site.cfg.name, d, why)
 
     def _tick_site(self, site: _Site, now: float, ready: int) -> None:
         cfg = site.cfg
+        self._stage(site)
         active = self.store.placeholders(cfg.name, active_only=True)
         states = site.adapter.poll([p["batch_id"] for p in active if p["batch_id"]])
         for p in active:
@@ -279,16 +450,43 @@ class SiteManager:
             return
         site.no_ready_since = None
         want = min(site.target - len(active), ready - len(waiting))
+        specs = []
         for _ in range(max(0, want)):
             pid = f"{cfg.name}-{uuid.uuid4().hex[:10]}"
-            spec = PlaceholderSpec(
-                pid, self.placeholder_command(cfg, pid), cfg.cpus, cfg.mem_mb, cfg.wall_time_s, self._env(cfg)
+            specs.append(
+                PlaceholderSpec(
+                    pid, self.placeholder_command(cfg, pid), cfg.cpus, cfg.mem_mb, cfg.wall_time_s, self._env(cfg)
+                )
             )
-            batch_id = site.adapter.submit(spec)
-            self.store.add_placeholder(pid, cfg.name, batch_id, now)
+        for spec, outcome in zip(specs, self._submit_all(site, specs), strict=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            self.store.add_placeholder(spec.placeholder_id, cfg.name, outcome, now)
             log.info(
-                "site %s: submitted placeholder %s as %s (%s)", cfg.name, pid, batch_id, shlex.join(spec.command[:4])
+                "site %s: submitted placeholder %s as %s (%s)",
+                cfg.name,
+                spec.placeholder_id,
+                outcome,
+                shlex.join(spec.command[:4]),
             )
+
+    def _submit_all(self, site: _Site, specs: Sequence[PlaceholderSpec]) -> list[str | BaseException]:
+        """Submit a burst of placeholders; over SSH up to :attr:`SUBMIT_PARALLEL` at once on the one master
+        (each submission is a few round trips, which overlap), locally one after the other. Every
+        outcome is returned in order, so the successes are recorded even when one fails."""
+
+        def one(spec: PlaceholderSpec) -> str | BaseException:
+            try:
+                return site.adapter.submit(spec)
+            except (BatchError, CommandError) as exc:
+                return exc
+
+        if len(specs) <= 1 or not isinstance(site.runner, SshRunner):
+            return [one(spec) for spec in specs]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(self.SUBMIT_PARALLEL, len(specs))) as pool:
+            return list(pool.map(one, specs))
 
     def is_idle(self) -> bool:
         counts = self.store.counts()

@@ -6,7 +6,7 @@ meta-scheduler picks the sites that get a *copy* of the job (a ``Job.copy`` with
 ``requested_time`` scaled to the site, plus the data-transfer time ``job.attrs["transfer_s"]``
 when the site is not the job's ``home_site``), each site's unchanged local scheduler queues it,
 and when a local scheduler wants to start a copy the meta-scheduler decides
-(:meth:`~metasched.policy.meta.base.MetaScheduler.decide_start`), seeing every other live copy
+(:meth:`~metasched.policy.meta.reservations_base.MetaScheduler.decide_start`), seeing every other live copy
 with its expected start from that site's current plan. The decision is applied atomically.
 
 Semantics (see :mod:`metasched.sim.engine`): at each instant, release the jobs ending then, add
@@ -26,7 +26,7 @@ were for any queue order that does not depend on ``now``, as FCFS and efficacy d
 ``check=True`` re-plans whenever a plan is used, raises if a cached plan differs, and audits each
 (reservations only for live copies, never more processors than the site has).
 
-Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.base`): a start attempt
+Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
 completion time ``2 N`` per job; when a job ends while copies are still queued (cancel-slower-only
 keeps those at faster sites), each is cancelled with one message. The driver requires
@@ -48,7 +48,7 @@ from metasched.model.profile import Profile
 from metasched.model.site import Site
 from metasched.policy.base import LocalScheduler, Plan, RunningJob, SiteView
 from metasched.policy.local.conservative import ConservativeBackfill
-from metasched.policy.meta.base import CopyOffer, MetaScheduler, MetaSiteView, StartDecision
+from metasched.policy.meta.reservations_base import CopyOffer, MetaScheduler, MetaSiteView, StartDecision
 from metasched.policy.priority.efficacy import EFFICACY_ATTR
 from metasched.sim.schedule import Schedule
 

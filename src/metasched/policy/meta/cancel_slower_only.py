@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
-from metasched.policy.meta.base import DENY, CopyOffer, StartDecision, best_completion
 from metasched.policy.meta.completion_time import CompletionTime
+from metasched.policy.meta.reservations_base import DENY, CopyOffer, StartDecision, best_completion
 
 
 class CancelSlowerOnly(CompletionTime):

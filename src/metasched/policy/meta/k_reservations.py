@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
-from metasched.policy.meta.base import MetaScheduler, MetaSiteView, Selection
+from metasched.policy.meta.reservations_base import MetaScheduler, MetaSiteView, Selection
 
 
 class KReservations(MetaScheduler):

@@ -1,6 +1,6 @@
 """Batch adapters: one file per batch system. Add a class here and to ``REGISTRY``."""
 
-from metasched.runtime.batch.base import BatchAdapter, BatchError, PlaceholderSpec
+from metasched.runtime.batch.base import BatchAdapter, BatchError, PlaceholderSpec, SiteDown
 from metasched.runtime.batch.gridengine import GridEngineAdapter
 from metasched.runtime.batch.local import LocalAdapter
 from metasched.runtime.batch.pbs import PbsAdapter
@@ -18,5 +18,6 @@ __all__ = [
     "LocalAdapter",
     "PbsAdapter",
     "PlaceholderSpec",
+    "SiteDown",
     "SlurmAdapter",
 ]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import logging
 import shlex
-import subprocess
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,12 +17,17 @@ from pathlib import Path
 from typing import ClassVar
 
 from metasched.runtime.metaqueue.states import PlaceholderState
+from metasched.runtime.remote.runner import CommandError, CommandRunner, CommandTimeout, LocalRunner, SiteUnreachable
 
 log = logging.getLogger("metasched.batch")
 
 
 class BatchError(RuntimeError):
     """A batch command failed or timed out (the message names the command and its output)."""
+
+
+class SiteDown(BatchError):
+    """The site could not be reached at all (SSH failed, or the site is in back-off after failures)."""
 
 
 @dataclass(slots=True)
@@ -63,29 +66,33 @@ class BatchAdapter(ABC):
         extra_args: Sequence[str] = (),
         command_timeout_s: float = 30.0,
         setup: Sequence[str] = (),
+        runner: CommandRunner | None = None,
     ):
         self.queue = queue
         self.workdir = Path(workdir)
         self.extra_args = list(extra_args)
         self.command_timeout_s = command_timeout_s
         self.setup = list(setup)
+        #: Where the batch commands run: this machine, or a site reached over SSH (issue 9).
+        self.runner: CommandRunner = runner if runner is not None else LocalRunner()
 
-    def run(self, argv: Sequence[str], *, check: bool = True) -> CommandResult:
-        """Run one batch command: logged, time-limited; raises :class:`BatchError` on failure when ``check``."""
+    def run(self, argv: Sequence[str], *, check: bool = True, input: str | None = None) -> CommandResult:
+        """Run one batch command through the site's runner: logged, time-limited; raises
+        :class:`BatchError` on failure when ``check`` (:class:`SiteDown` when the site cannot be reached)."""
         argv = [str(a) for a in argv]
-        t0 = time.monotonic()
+        shown = shlex.join(argv)
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=self.command_timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            raise BatchError(f"{shlex.join(argv)}: no answer within {self.command_timeout_s:.0f} s") from None
-        except OSError as exc:
-            raise BatchError(f"{shlex.join(argv)}: {exc.strerror}") from None
-        res = CommandResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
-        log.debug("%s -> %s in %.2fs", shlex.join(argv), proc.returncode, res.elapsed_s)
-        if check and proc.returncode != 0:
-            raise BatchError(
-                f"{shlex.join(argv)} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:500]}"
-            )
+            out = self.runner.run(argv, timeout_s=self.command_timeout_s, input=input)
+        except CommandTimeout:
+            raise BatchError(f"{shown}: no answer within {self.command_timeout_s:.0f} s") from None
+        except SiteUnreachable as exc:
+            raise SiteDown(str(exc)) from None
+        except CommandError as exc:
+            raise BatchError(str(exc)) from None
+        res = CommandResult(argv, out.returncode, out.stdout, out.stderr, out.elapsed_s)
+        log.debug("%s [%s] -> %s in %.2fs", shown, self.runner.target, out.returncode, res.elapsed_s)
+        if check and out.returncode != 0:
+            raise BatchError(f"{shown} exited {out.returncode}: {(out.stderr or out.stdout).strip()[:500]}")
         return res
 
     @classmethod
@@ -93,13 +100,16 @@ class BatchAdapter(ABC):
         return cls.STATES.get(native.strip(), PlaceholderState.UNKNOWN)
 
     def script(self, spec: PlaceholderSpec, directives: Sequence[str]) -> Path:
-        """Write the placeholder's batch script (directives, setup lines, then exec the agent)."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        """Write the placeholder's batch script (directives, setup lines, then exec the agent) on the site.
+
+        Through the runner like every other command (``cat > script`` with the text on stdin), so the
+        script lands where ``sbatch``/``qsub`` will read it, here or on a remote site.
+        """
         path = self.workdir / f"{spec.placeholder_id}.sh"
         exports = [f"export {k}={shlex.quote(v)}" for k, v in spec.env.items()]
         body = ["#!/bin/bash", *directives, *exports, *self.setup, "exec " + shlex.join(spec.command), ""]
-        path.write_text("\n".join(body))
-        path.chmod(0o755)
+        write = 'mkdir -p "$(dirname "$1")" && cat > "$1" && chmod 755 "$1"'
+        self.run(["sh", "-c", write, "sh", str(path)], input="\n".join(body))
         return path
 
     @abstractmethod

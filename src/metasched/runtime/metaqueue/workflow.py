@@ -73,11 +73,29 @@ def parse_licences(value: Any) -> dict[str, int]:
     return out
 
 
-_KEYS = {"name", "command", "after", "cpus", "mem", "time", "licences", "licenses", "cwd", "env", "max_attempts"}
+_KEYS = {
+    "name",
+    "command",
+    "after",
+    "cpus",
+    "mem",
+    "time",
+    "licences",
+    "licenses",
+    "cwd",
+    "env",
+    "max_attempts",
+    "inputs",
+    "outputs",
+}
 
 
-def spec_from_mapping(entry: Any, index: int, default_cwd: str = "") -> JobSpec:
-    """One YAML entry -> :class:`JobSpec` (errors name the entry)."""
+def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: Path | None = None) -> JobSpec:
+    """One YAML entry -> :class:`JobSpec` (errors name the entry).
+
+    ``inputs``/``outputs`` (issue 9, staging; local paths relative to ``base_dir``) wrap the command in the
+    staging protocol of :mod:`metasched.runtime.remote.staging` and carry the spec in the job's env.
+    """
     where = f"workflow entry {index + 1}"
     if not isinstance(entry, dict):
         raise StoreError(f"{where}: expected a mapping with name and command, got {type(entry).__name__}")
@@ -89,8 +107,20 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "") -> JobSpec:
     after = entry.get("after") or []
     if isinstance(after, str | int):
         after = str(after).split()
+    command = str(entry["command"])
+    env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
+    if "inputs" in entry or "outputs" in entry:
+        from metasched.runtime.remote.staging import STAGE_ENV, StageSpec, wrap_command
+
+        try:
+            stage = StageSpec.from_workflow(entry, base_dir=base_dir, where=where)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
+        if not stage.is_empty:
+            env[STAGE_ENV] = stage.as_json()
+            command = wrap_command(command)
     return JobSpec(
-        command=str(entry["command"]),
+        command=command,
         name=str(entry["name"]),
         after=[str(a) for a in after],
         cpus=int(entry.get("cpus", 1)),
@@ -98,7 +128,7 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "") -> JobSpec:
         licences=parse_licences(entry.get("licences", entry.get("licenses"))),
         time_s=parse_duration_s(entry.get("time", 0)),
         cwd=str(entry.get("cwd", default_cwd)),
-        env={str(k): str(v) for k, v in (entry.get("env") or {}).items()},
+        env=env,
         max_attempts=int(entry.get("max_attempts", 3)),
     )
 
@@ -151,4 +181,4 @@ def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
         data = data["jobs"]
     if not isinstance(data, list):
         raise StoreError(f"{path}: expected a YAML list of jobs (or Trellis -deps/-l/-c lines)")
-    return [spec_from_mapping(e, i, default_cwd) for i, e in enumerate(data)]
+    return [spec_from_mapping(e, i, default_cwd, base_dir=path.resolve().parent) for i, e in enumerate(data)]

@@ -40,7 +40,7 @@ from metasched.model.site import Site
 from metasched.policy.base import lookup
 from metasched.policy.local import REGISTRY as LOCAL_REGISTRY
 from metasched.policy.meta import REGISTRY as META_REGISTRY
-from metasched.policy.meta.base import Selection
+from metasched.policy.meta.reservations_base import Selection
 from metasched.policy.priority import REGISTRY as ORDER_REGISTRY
 from metasched.sim.multisite import TRANSFER_ATTR, simulate_multisite
 from metasched.sim.multisite_metrics import summarise_multisite

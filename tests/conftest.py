@@ -1,0 +1,33 @@
+"""Suite-wide rules.
+
+``METASCHED_REQUIRE_LIVE=1`` (set by ``scripts/test`` under CI) turns a skipped live test into a
+failed run: in CI the real batch systems, PostgreSQL and sshd are started by ``scripts/testbed/up``,
+so a live test that skips there means the real thing was not tested, and CI must not pass quietly.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_LIVE_PREFIXES = ("tests/runtime/",)
+_live_skips: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and report.nodeid.startswith(_LIVE_PREFIXES):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _live_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("METASCHED_REQUIRE_LIVE") == "1" and _live_skips and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if os.environ.get("METASCHED_REQUIRE_LIVE") == "1" and _live_skips:
+        terminalreporter.section("live tests skipped although METASCHED_REQUIRE_LIVE=1", red=True)
+        for line in _live_skips:
+            terminalreporter.line(line)
