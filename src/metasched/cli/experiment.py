@@ -10,3 +10,4 @@ app = typer.Typer(help="Reproduce and extend the papers' experiments (CSV + PNG 
 from metasched.cli import exp_ernemann2002 as _exp_ernemann2002  # noqa: E402,F401
 from metasched.cli import exp_mapping as _exp_mapping  # noqa: E402,F401
 from metasched.cli import exp_pasquali2010 as _exp_pasquali2010  # noqa: E402,F401
+from metasched.cli import exp_sabin2003 as _exp_sabin2003  # noqa: E402,F401

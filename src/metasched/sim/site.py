@@ -113,21 +113,33 @@ class SiteState:
             raise RuntimeError(
                 f"site {self.name!r}: starting job {job.job_id} ({width} procs) with only {self.free_procs} free"
             )
-        if job.job_id in self.queue:
-            self._queue_remove(job.job_id)
+        job_id = job.job_id
+        queued = self.queue.pop(job_id, None)
+        if queued is not None:
+            w = queued.requested_procs
+            if not 0 <= w <= self.procs:
+                w = self.procs + 1
+            self._width_count[w] -= 1
         expected_end = now + job.requested_time
         running = RunningJob(job=job, start_time=now, procs=width, expected_end=expected_end)
-        self.running[job.job_id] = running
-        key = (expected_end, job.job_id)
-        i = bisect_left(self._end_keys, key)
-        self._end_keys.insert(i, key)
-        self._by_end.insert(i, running)
+        self.running[job_id] = running
+        key = (expected_end, job_id)
+        end_keys = self._end_keys
+        # Jobs started at one pass mostly end last: append without a search when they do.
+        if not end_keys or end_keys[-1] < key:
+            end_keys.append(key)
+            self._by_end.append(running)
+        else:
+            i = bisect_left(end_keys, key)
+            end_keys.insert(i, key)
+            self._by_end.insert(i, running)
         self.free_procs -= width
         return running
 
     def accept(self, plan: Plan, now: float) -> list[RunningJob]:
         """Start every job of ``plan`` now and keep its hint for the next :meth:`view`."""
-        started = [self._start(job, now) for job in plan.starts]
+        start = self._start
+        started = [start(job, now) for job in plan.starts]
         self._hint = plan.hint
         return started
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
+from metasched.policy.base import SiteView
 from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at
 from metasched.policy.claim.fcfs import first_fit
-
-EFFICACY_ATTR = "efficacy"
+from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 
 
 def efficacy(job: Job, site: str, sites: Sequence[str]) -> float:
@@ -24,6 +24,9 @@ def efficacy(job: Job, site: str, sites: Sequence[str]) -> float:
 class EfficacyClaim(ClaimPolicy):
     """Hands over ready jobs in decreasing efficacy at the asking site, first fit.
 
+    The order is the simulator's :class:`~metasched.policy.priority.efficacy.Efficacy` queue order,
+    fed copies of the ready jobs carrying their efficacy at the asking site.
+
     Source: the efficacy priority of Sabin et al. (seed 000, section 6): a job's efficacy at a site
     is its best run time over the sites divided by its run time there; a site runs first the
     jobs it is relatively best at. Here "the sites" are those with a placeholder in the world
@@ -37,6 +40,9 @@ class EfficacyClaim(ClaimPolicy):
     key: ClassVar[str] = "efficacy"
     needs_world: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        self.order = Efficacy()
+
     def select(
         self,
         ready: Sequence[Job],
@@ -47,5 +53,7 @@ class EfficacyClaim(ClaimPolicy):
         world: ClaimWorld | None = None,
     ) -> list[int]:
         sites = sorted({site, *(world.sites if world is not None else ())})
-        keyed = sorted(ready, key=lambda j: (-efficacy(j, site, sites), j.submit_time, j.job_id))
-        return first_fit(keyed, free, limit)
+        # The simulator's Efficacy queue order (seed 000) ranks copies carrying attrs["efficacy"].
+        copies = [j.copy(attrs={**j.attrs, EFFICACY_ATTR: efficacy(j, site, sites)}) for j in ready]
+        view = SiteView(total_procs=free.cpus, free_procs=free.cpus, running=(), queue=copies, name=site)
+        return first_fit(self.order.order(view, now), free, limit)

@@ -75,9 +75,14 @@ class ConservativeBackfill(LocalScheduler):
         # free only moves later: remember it per width and search from there (same result as a
         # search from ``now``, without walking the saturated near future again for every job).
         first_free: dict[int, float] = {}
+        # Likewise a job of the same width and estimate as one placed earlier in this pass cannot
+        # start before it (any earlier start would have fitted that job too, on a profile that
+        # then had at least as many processors free): search from the earlier job's start.
+        fit_of_shape: dict[tuple[int, float], float] = {}
         times, frees = profile.times, profile.free
         for seq, job in enumerate(queue):
             procs = job.requested_procs
+            duration = job.requested_time
             after = first_free.get(procs, now)
             k = bisect_right(times, after) - 1
             while k < len(times) and frees[k] < procs:
@@ -85,7 +90,12 @@ class ConservativeBackfill(LocalScheduler):
             if k < len(times) and times[k] > after:
                 after = times[k]
             first_free[procs] = after
-            start = profile.place(procs, job.requested_time, after)
+            shape = (procs, duration)
+            previous = fit_of_shape.get(shape)
+            if previous is not None and previous > after:
+                after = previous
+            start = profile.place(procs, duration, after)
+            fit_of_shape[shape] = start
             if start <= now and job.requested_procs <= free:
                 starts.append(job)
                 free -= job.requested_procs

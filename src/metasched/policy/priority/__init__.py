@@ -1,11 +1,12 @@
 """Queue orders (priorities) for local schedulers. Add a class here and to ``REGISTRY``."""
 
 from metasched.policy.base import QueueOrder, build_registry
+from metasched.policy.priority.efficacy import Efficacy
 from metasched.policy.priority.fcfs import Fcfs
 
-REGISTRY: dict[str, type[QueueOrder]] = build_registry(Fcfs)
+REGISTRY: dict[str, type[QueueOrder]] = build_registry(Fcfs, Efficacy)
 
-__all__ = ["REGISTRY", "Fcfs"]
+__all__ = ["REGISTRY", "Efficacy", "Fcfs"]
 
 # --- two-level scheduler of seed 004 (issue 5): MS heuristics, LS heuristics, cluster orders
 from metasched.policy.meta.two_level_base import ClusterOrder, LsHeuristic, MsHeuristic  # noqa: E402

@@ -1,0 +1,1 @@
+"""Experiment sweeps reproducing the papers' figures."""

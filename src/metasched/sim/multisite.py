@@ -1,0 +1,575 @@
+"""Replay of a workload through a meta-scheduler over several heterogeneous sites.
+
+Source: seed 000 (Sabin et al. 2003), sections 3-7. Each site is a :class:`~metasched.model.site.Site`
+whose ``time_factor(app_class)`` scales a job's run time and estimate there. At submission the
+meta-scheduler picks the sites that get a *copy* of the job (a ``Job.copy`` with ``run_time`` and
+``requested_time`` scaled to the site, plus the data-transfer time ``job.attrs["transfer_s"]``
+when the site is not the job's ``home_site``), each site's unchanged local scheduler queues it,
+and when a local scheduler wants to start a copy the meta-scheduler decides
+(:meth:`~metasched.policy.meta.reservations_base.MetaScheduler.decide_start`), seeing every other live copy
+with its expected start from that site's current plan. The decision is applied atomically.
+
+Semantics (see :mod:`metasched.sim.engine`): at each instant, release the jobs ending then, add
+the jobs submitted then (in ``(submit_time, job_id)`` order, each seeing the loads left by the
+previous one), then run scheduling passes: the lowest-indexed site with changes is planned and
+its starts arbitrated; a cancellation, denial or kill changes a site again, so passes repeat
+until no site changed (each repeat removes a copy, so this ends). A site where no queued copy fits
+the free processors is not planned (no local scheduler could start anything there).
+
+A site asked about a copy (a start elsewhere) answers from its latest plan, as a remote batch
+system would answer from the schedule it holds: a cancellation or an early end since then leaves
+those reservations feasible, if perhaps later than a new pass would give (an arrival ahead in an
+efficacy queue may also make one optimistic until the site's next pass).
+Plans are cached: a site's plan is recomputed only after its queue or running set changed
+otherwise than by starting the plan's own starts (which leaves the other reservations as they
+were for any queue order that does not depend on ``now``, as FCFS and efficacy do);
+``check=True`` re-plans whenever a plan is used, raises if a cached plan differs, and audits each
+(reservations only for live copies, never more processors than the site has).
+
+Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
+with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
+completion time ``2 N`` per job; when a job ends while copies are still queued (cancel-slower-only
+keeps those at faster sites), each is cancelled with one message. The driver requires
+``run_time <= requested_time``: the expected completions the meta-scheduler compares are only
+meaningful when jobs end by their estimates.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from metasched.model.job import Job
+from metasched.model.profile import Profile
+from metasched.model.site import Site
+from metasched.policy.base import LocalScheduler, Plan, RunningJob, SiteView
+from metasched.policy.local.conservative import ConservativeBackfill
+from metasched.policy.meta.reservations_base import CopyOffer, MetaScheduler, MetaSiteView, StartDecision
+from metasched.policy.priority.efficacy import EFFICACY_ATTR
+from metasched.sim.schedule import Schedule
+
+TRANSFER_ATTR = "transfer_s"
+ProgressFn = Callable[[int], None]
+_START_ALONE = StartDecision(start=True)
+
+
+@dataclass
+class MultiSiteResult:
+    """Where and when each job ran, plus the meta-scheduling costs. Arrays align with ``jobs``.
+
+    ``run_time`` is the time the final copy ran (scaled to its site, transfer included);
+    ``best_run_time`` the job's shortest run time over all sites that could hold it (no
+    transfer), the numerator of its efficacy; ``messages`` and ``attempts`` count the protocol's
+    messages and the start attempts per job; ``busy_proc_s`` the processor-seconds each site spent
+    on jobs, killed copies included; ``wasted_proc_s`` those of killed copies alone.
+    ``log``, when requested, lists ``(time, event, job_id, site)`` with event one of ``submit``,
+    ``start``, ``cancel``, ``deny``, ``kill``, ``end``, in the order they happened.
+    """
+
+    jobs: list[Job]
+    sites: list[Site]
+    start_time: np.ndarray
+    end_time: np.ndarray
+    site: np.ndarray
+    procs: np.ndarray
+    run_time: np.ndarray
+    best_run_time: np.ndarray
+    copies: np.ndarray
+    messages: np.ndarray
+    attempts: np.ndarray
+    busy_proc_s: np.ndarray
+    denials: int = 0
+    kills: int = 0
+    wasted_proc_s: float = 0.0
+    plans: int = 0
+    log: list[tuple[float, str, int, int]] | None = None
+    meta: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def total_procs(self) -> int:
+        return sum(s.procs for s in self.sites)
+
+    def schedule(self) -> Schedule:
+        """The result as a :class:`~metasched.sim.schedule.Schedule` (for the single-site metrics)."""
+        return Schedule(
+            jobs=self.jobs,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            site=self.site,
+            procs=self.procs,
+            run_time=self.run_time,
+            total_procs=self.total_procs,
+            site_names=[s.name for s in self.sites],
+        )
+
+
+def site_copy(job: Job, site_index: int, site: Site, efficacy: float | None = None) -> Job:
+    """``job`` as it would run at ``site``: times scaled by the site's speed for its class, plus
+    the data transfer when the site is not its home."""
+    factor = site.time_factor(job.app_class)
+    transfer = job.attrs.get(TRANSFER_ATTR, 0.0) if (job.home_site >= 0 and job.home_site != site_index) else 0.0
+    copy = job.copy(run_time=job.run_time * factor + transfer, requested_time=job.requested_time * factor + transfer)
+    if efficacy is not None:
+        copy.attrs[EFFICACY_ATTR] = efficacy
+    return copy
+
+
+class _Running:
+    __slots__ = ("copy", "site", "start", "token")
+
+    def __init__(self, copy: Job, site: int, start: float, token: int) -> None:
+        self.copy = copy
+        self.site = site
+        self.start = start
+        self.token = token
+
+
+class _Site:
+    """A site's queue, running jobs and cached plan, plus the sums behind its instantaneous load."""
+
+    __slots__ = (
+        "free",
+        "fresh",
+        "name",
+        "plan",
+        "procs",
+        "queue",
+        "queued_work",
+        "run_end_work",
+        "run_procs",
+        "running",
+        "start_ids",
+    )
+
+    def __init__(self, site: Site) -> None:
+        self.name = site.name
+        self.procs = site.procs
+        self.free = site.procs
+        self.queue: dict[int, Job] = {}
+        self.running: dict[int, tuple[Job, float]] = {}
+        self.queued_work = 0.0
+        self.run_end_work = 0.0
+        self.run_procs = 0
+        self.plan: Plan = Plan()
+        self.start_ids: set[int] = set()
+        self.fresh = False
+
+    def view(self, extra: Job | None = None) -> SiteView:
+        queue = list(self.queue.values())
+        if extra is not None:
+            queue.append(extra)
+        running = [
+            RunningJob(job=job, start_time=start, procs=job.requested_procs, expected_end=start + job.requested_time)
+            for job, start in self.running.values()
+        ]
+        return SiteView(total_procs=self.procs, free_procs=self.free, running=running, queue=queue, name=self.name)
+
+    def load_s(self, now: float) -> float:
+        return (self.queued_work + self.run_end_work - now * self.run_procs) / self.procs
+
+    def fits_any(self) -> bool:
+        free = self.free
+        return any(job.requested_procs <= free for job in self.queue.values())
+
+
+def simulate_multisite(
+    jobs: Sequence[Job],
+    sites: Sequence[Site],
+    meta: MetaScheduler,
+    local: LocalScheduler | Sequence[LocalScheduler],
+    *,
+    progress: ProgressFn | None = None,
+    log: bool = False,
+    check: bool = False,
+) -> MultiSiteResult:
+    """Run ``jobs`` (times on the reference machine) over ``sites`` under ``meta`` and ``local``.
+
+    ``local`` is one local scheduler for every site or one per site. Raises ``ValueError`` for
+    duplicate ``job_id`` values, a job that no site can hold, or a job whose ``run_time``
+    exceeds its ``requested_time``.
+    """
+    return _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check).run()
+
+
+class _Driver:
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        sites: Sequence[Site],
+        meta: MetaScheduler,
+        local: LocalScheduler | Sequence[LocalScheduler],
+        *,
+        progress: ProgressFn | None,
+        log: bool,
+        check: bool,
+    ) -> None:
+        if not sites:
+            raise ValueError("simulate_multisite needs at least one site")
+        self.sites = list(sites)
+        n_sites = len(self.sites)
+        if isinstance(local, LocalScheduler):
+            self.local = [local] * n_sites
+        else:
+            self.local = list(local)
+            if len(self.local) != n_sites:
+                raise ValueError(f"{len(self.local)} local schedulers for {n_sites} sites")
+        self.meta = meta
+        self.jobs = list(jobs)
+        self.progress = progress
+        self.check = check
+        self.log: list[tuple[float, str, int, int]] | None = [] if log else None
+        n = len(self.jobs)
+        self.index_of: dict[int, int] = {}
+        max_procs = max(s.procs for s in self.sites)
+        for i, job in enumerate(self.jobs):
+            if job.job_id in self.index_of:
+                raise ValueError(f"job_id {job.job_id} appears twice; job_id values must be unique")
+            self.index_of[job.job_id] = i
+            if job.requested_procs > max_procs:
+                raise ValueError(
+                    f"job {job.job_id} needs {job.requested_procs} processors; the largest site has {max_procs}"
+                )
+            if job.requested_time <= 0 or job.run_time < 0:
+                raise ValueError(
+                    f"job {job.job_id}: requested_time must be positive and run_time non-negative, "
+                    f"got {job.requested_time} and {job.run_time}"
+                )
+            if job.run_time > job.requested_time:
+                raise ValueError(
+                    f"job {job.job_id}: run_time {job.run_time} exceeds requested_time {job.requested_time}; "
+                    "the multi-site driver needs jobs that end by their estimates"
+                )
+        self.state = [_Site(s) for s in self.sites]
+        self.start_time = np.full(n, np.nan)
+        self.end_time = np.full(n, np.nan)
+        self.site_of = np.full(n, -1, dtype=np.int64)
+        self.run_time = np.full(n, np.nan)
+        self.best_run_time = np.full(n, np.nan)
+        self.n_copies = np.zeros(n, dtype=np.int64)
+        self.messages = np.zeros(n, dtype=np.int64)
+        self.attempts = np.zeros(n, dtype=np.int64)
+        self.busy = np.zeros(n_sites)
+        self.copies: dict[int, dict[int, Job]] = {}
+        self.running: dict[int, _Running] = {}
+        self.ends: list[tuple[float, int, int, int]] = []
+        self.seq = 0
+        self.dirty: set[int] = set()
+        self.denials = 0
+        self.kills = 0
+        self.wasted = 0.0
+        self.plans = 0
+        self.now = 0.0
+        self.finished_since = 0
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _event(self, kind: str, job_id: int, site: int) -> None:
+        if self.log is not None:
+            self.log.append((self.now, kind, job_id, site))
+
+    def _touch(self, s: int) -> None:
+        st = self.state[s]
+        st.fresh = False
+        self.dirty.add(s)
+
+    def _plan(self, s: int) -> Plan:
+        st = self.state[s]
+        if st.fresh and not self.check:
+            return st.plan
+        plan = self.local[s].plan(st.view(), self.now)
+        self.plans += 1
+        if self.check:
+            self._audit(s, plan)
+            if st.fresh:
+                self._compare(s, plan)
+        st.plan = plan
+        st.start_ids = {job.job_id for job in plan.starts}
+        st.fresh = True
+        return plan
+
+    def _compare(self, s: int, plan: Plan) -> None:
+        st = self.state[s]
+        cached_starts = {j for j in st.start_ids if j in st.queue}
+        new_starts = {job.job_id for job in plan.starts}
+        if cached_starts != new_starts or st.plan.reservations != plan.reservations:
+            raise AssertionError(f"site {s} at {self.now}: the cached plan differs from a fresh one")
+
+    def _audit(self, s: int, plan: Plan) -> None:
+        st = self.state[s]
+        releases = [(start + job.requested_time, job.requested_procs) for job, start in st.running.values()]
+        profile = Profile.from_releases(st.procs, self.now, st.free, releases)
+        for job in plan.starts:
+            if job.job_id not in st.queue:
+                raise AssertionError(f"site {s}: plan starts job {job.job_id}, which is not queued there")
+            profile.reserve(self.now, job.requested_time, job.requested_procs)
+        for job_id, at in plan.reservations.items():
+            if job_id not in st.queue:
+                raise AssertionError(f"site {s}: reservation for job {job_id}, which is not queued there")
+            job = st.queue[job_id]
+            # EASY's one reservation and conservative's many are all jointly feasible.
+            profile.reserve(at, job.requested_time, job.requested_procs)
+
+    def _audit_stale(self, t: int) -> None:
+        """The latest plan of a site that changed since (cancellations, ends, arrivals) must still
+        be feasible for the copies it still holds: cancelling keeps the other reservations valid."""
+        st = self.state[t]
+        releases = [(start + job.requested_time, job.requested_procs) for job, start in st.running.values()]
+        profile = Profile.from_releases(st.procs, self.now, st.free, releases)
+        for job in st.plan.starts:
+            if job.job_id in st.queue:
+                profile.reserve(self.now, job.requested_time, job.requested_procs)
+        for job_id, at in st.plan.reservations.items():
+            held = st.queue.get(job_id)
+            if held is not None:
+                profile.reserve(max(at, self.now), held.requested_time, held.requested_procs)
+
+    def _expected_start(self, t: int, job_id: int) -> float:
+        """Site ``t``'s answer for ``job_id``: its latest plan's start for it (``now`` when that
+        plan starts it). A site that has not planned since the copy arrived plans first."""
+        st = self.state[t]
+        if job_id not in st.start_ids and job_id not in st.plan.reservations:
+            self._plan(t)
+        elif self.check and not st.fresh:
+            self._audit_stale(t)
+        if job_id in st.start_ids:
+            return self.now
+        at = st.plan.reservations.get(job_id, math.inf)
+        return at if at > self.now else self.now
+
+    # -- submission ----------------------------------------------------------------------------
+
+    def _submit(self, job: Job) -> None:
+        i = self.index_of[job.job_id]
+        now = self.now
+        eligible = [s for s, site in enumerate(self.sites) if job.requested_procs <= site.procs]
+        scaled = {s: site_copy(job, s, self.sites[s]) for s in eligible}
+        fastest = min(c.requested_time for c in scaled.values())
+        for c in scaled.values():
+            # Efficacy among all eligible sites while projecting; relative to the chosen ones below.
+            c.attrs[EFFICACY_ATTR] = fastest / c.requested_time
+        self.best_run_time[i] = min(job.run_time * self.sites[s].time_factor(job.app_class) for s in eligible)
+        want_completion = self.meta.needs_completion_times(len(eligible))
+        views = []
+        for s in eligible:
+            copy = scaled[s]
+            completion = self._projected_completion(s, copy) if want_completion else None
+            st = self.state[s]
+            views.append(
+                MetaSiteView(
+                    index=s,
+                    name=st.name,
+                    total_procs=st.procs,
+                    load_s=st.load_s(now),
+                    estimate=copy.requested_time,
+                    expected_completion=completion,
+                )
+            )
+        chosen = self.meta.select_sites(job, views, now)
+        if not chosen or len(set(chosen)) != len(chosen) or any(s not in scaled for s in chosen):
+            raise ValueError(f"{self.meta!r} chose sites {chosen} for job {job.job_id}; eligible: {eligible}")
+        self.messages[i] += self.meta.selection_messages(len(eligible))
+        best = min(scaled[s].requested_time for s in chosen)
+        held: dict[int, Job] = {}
+        for s in sorted(chosen):
+            copy = scaled[s]
+            copy.attrs[EFFICACY_ATTR] = best / copy.requested_time
+            st = self.state[s]
+            st.queue[job.job_id] = copy
+            st.queued_work += copy.requested_procs * copy.requested_time
+            held[s] = copy
+            self._touch(s)
+            self._event("submit", job.job_id, s)
+        self.copies[job.job_id] = held
+        self.n_copies[i] = len(held)
+
+    def _projected_completion(self, s: int, copy: Job) -> float:
+        """When site ``s`` would complete ``copy`` were it queued now: its local scheduler's plan
+        with the copy added (a conservative projection when that plan keeps no reservation)."""
+        st = self.state[s]
+        view = st.view(extra=copy)
+        plan = self.local[s].plan(view, self.now)
+        self.plans += 1
+        starts_now = any(j.job_id == copy.job_id for j in plan.starts)
+        start = self.now if starts_now else plan.reservations.get(copy.job_id)
+        if start is None:
+            projection = ConservativeBackfill(order=self.local[s].order).plan(view, self.now)
+            self.plans += 1
+            if any(j.job_id == copy.job_id for j in projection.starts):
+                start = self.now
+            else:
+                start = projection.reservations[copy.job_id]
+        return start + copy.requested_time
+
+    # -- starts, cancellations, kills ----------------------------------------------------------
+
+    def _remove_copy(self, job_id: int, s: int, kind: str) -> None:
+        st = self.state[s]
+        copy = st.queue.pop(job_id)
+        st.queued_work -= copy.requested_procs * copy.requested_time
+        if not st.queue:
+            st.queued_work = 0.0
+        del self.copies[job_id][s]
+        self._touch(s)
+        self._event(kind, job_id, s)
+
+    def _start(self, job_id: int, s: int) -> None:
+        st = self.state[s]
+        now = self.now
+        if job_id in self.running:
+            raise AssertionError(f"job {job_id} is already running; a second copy cannot start at site {s}")
+        copy = st.queue.pop(job_id)
+        del self.copies[job_id][s]
+        procs = copy.requested_procs
+        if procs > st.free:
+            raise AssertionError(f"site {s}: starting job {job_id} ({procs} procs) with only {st.free} free")
+        st.queued_work -= procs * copy.requested_time
+        if not st.queue:
+            st.queued_work = 0.0
+        st.free -= procs
+        st.running[job_id] = (copy, now)
+        st.run_end_work += procs * (now + copy.requested_time)
+        st.run_procs += procs
+        self.seq += 1
+        self.running[job_id] = _Running(copy, s, now, self.seq)
+        heapq.heappush(self.ends, (now + copy.run_time, self.seq, job_id, self.seq))
+        i = self.index_of[job_id]
+        self.start_time[i] = now
+        self.site_of[i] = s
+        self.run_time[i] = copy.run_time
+        self._event("start", job_id, s)
+
+    def _release(self, job_id: int, kind: str) -> _Running:
+        r = self.running.pop(job_id)
+        st = self.state[r.site]
+        procs = r.copy.requested_procs
+        del st.running[job_id]
+        st.free += procs
+        st.run_procs -= procs
+        st.run_end_work -= procs * (r.start + r.copy.requested_time)
+        if not st.running:
+            st.run_end_work = 0.0
+        self.busy[r.site] += procs * (self.now - r.start)
+        self._touch(r.site)
+        self._event(kind, job_id, r.site)
+        return r
+
+    def _finish(self, job_id: int, token: int) -> None:
+        r = self.running.get(job_id)
+        if r is None or r.token != token:
+            return  # the end of a killed copy
+        self._release(job_id, "end")
+        i = self.index_of[job_id]
+        self.end_time[i] = self.now
+        # Copies kept at faster sites (cancel-slower-only) are pointless once the job is done.
+        for t in sorted(self.copies[job_id]):
+            self._remove_copy(job_id, t, "cancel")
+            self.messages[i] += 1
+        del self.copies[job_id]
+        self.finished_since += 1
+        if self.progress is not None and self.finished_since >= 1000:
+            self.progress(self.finished_since)
+            self.finished_since = 0
+
+    def _kill(self, job_id: int) -> None:
+        r = self._release(job_id, "kill")
+        self.kills += 1
+        self.wasted += r.copy.requested_procs * (self.now - r.start)
+
+    def _process(self, s: int) -> None:
+        st = self.state[s]
+        if not st.queue or not st.fits_any():
+            return
+        plan = self._plan(s)
+        denied = False
+        for job in plan.starts:
+            job_id = job.job_id
+            if job_id not in st.queue:
+                continue
+            held = self.copies[job_id]
+            offers = [
+                CopyOffer(site=t, estimate=held[t].requested_time, expected_start=self._expected_start(t, job_id))
+                for t in sorted(held)
+                if t != s
+            ]
+            r = self.running.get(job_id)
+            if r is not None:
+                offers.append(
+                    CopyOffer(site=r.site, estimate=r.copy.requested_time, expected_start=r.start, is_running=True)
+                )
+            i = self.index_of[job_id]
+            others = len(offers)
+            self.attempts[i] += 1
+            self.messages[i] += 2 * others
+            copy = st.queue[job_id]
+            decision = self.meta.decide_start(job, s, copy.requested_time, offers, self.now) if offers else _START_ALONE
+            if decision.start:
+                running_sites = {o.site for o in offers if o.is_running}
+                queued_sites = {o.site for o in offers if not o.is_running}
+                if set(decision.kill) != running_sites or not set(decision.cancel) <= queued_sites:
+                    raise AssertionError(f"{self.meta!r}: invalid decision {decision} for job {job_id} at site {s}")
+                self.messages[i] += others
+                for _ in decision.kill:
+                    self._kill(job_id)
+                self._start(job_id, s)
+                for t in decision.cancel:
+                    self._remove_copy(job_id, t, "cancel")
+            else:
+                self._remove_copy(job_id, s, "deny")
+                self.denials += 1
+                denied = True
+        if not denied:
+            # Starting a plan's own starts leaves its other reservations valid (see module doc):
+            # the site stays fresh and needs no further pass at this instant.
+            self.dirty.discard(s)
+
+    # -- main loop -----------------------------------------------------------------------------
+
+    def run(self) -> MultiSiteResult:
+        order = sorted(self.jobs, key=lambda j: (j.submit_time, j.job_id))
+        n = len(order)
+        nxt = 0
+        ends = self.ends
+        inf = math.inf
+        while nxt < n or ends:
+            t_submit = order[nxt].submit_time if nxt < n else inf
+            t_end = ends[0][0] if ends else inf
+            self.now = now = t_submit if t_submit < t_end else t_end
+            while ends and ends[0][0] == now:
+                _, _, job_id, token = heapq.heappop(ends)
+                self._finish(job_id, token)
+            while nxt < n and order[nxt].submit_time == now:
+                self._submit(order[nxt])
+                nxt += 1
+            dirty = self.dirty
+            while dirty:
+                s = min(dirty)
+                dirty.discard(s)
+                self._process(s)
+        if self.progress is not None and self.finished_since:
+            self.progress(self.finished_since)
+        if not np.all(np.isfinite(self.end_time)):
+            missing = [self.jobs[i].job_id for i in np.flatnonzero(~np.isfinite(self.end_time))[:5]]
+            raise AssertionError(f"jobs never ran: {missing}")
+        return MultiSiteResult(
+            jobs=self.jobs,
+            sites=self.sites,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            site=self.site_of,
+            procs=np.array([j.requested_procs for j in self.jobs], dtype=np.int64),
+            run_time=self.run_time,
+            best_run_time=self.best_run_time,
+            copies=self.n_copies,
+            messages=self.messages,
+            attempts=self.attempts,
+            busy_proc_s=self.busy,
+            denials=self.denials,
+            kills=self.kills,
+            wasted_proc_s=self.wasted,
+            plans=self.plans,
+            log=self.log,
+        )

@@ -1,0 +1,118 @@
+"""The sabin2003 experiment: Table 1, the workload construction, one run, the CLI end to end."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from metasched.cli.main import app
+from metasched.model import Job
+from metasched.sim.experiments import sabin2003 as exp
+
+REPO = Path(__file__).resolve().parents[3]
+DATA = REPO / "tests" / "data"
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("METASCHED_SHARED")
+    return Path(env) if env else (REPO / ".." / "shared").resolve()
+
+
+TABLE = shared_dir() / "data" / "nas" / "sabin2003_table1.csv"
+needs_table = pytest.mark.skipif(not TABLE.is_file(), reason=f"shared Table 1 not found at {TABLE}")
+
+
+def write_table(tmp_path: Path) -> Path:
+    path = tmp_path / "t1.csv"
+    path.write_text(
+        "# two machines, reference P2SC\nbenchmark,nodes,Slow box,IBM SP (P2SC 160 MHz)\nA,8,20,10\nB,8,5,10\n"
+    )
+    return path
+
+
+def test_table1_factors_and_sites(tmp_path: Path) -> None:
+    t = exp.read_table1(write_table(tmp_path))
+    assert t.reference == 1 and t.benchmarks == ["A.8", "B.8"]
+    assert t.time_factors().tolist() == [[2.0, 1.0], [0.5, 1.0]]
+    sites = t.sites(64)
+    assert [s.time_factor(0) for s in sites] == [2.0, 1.0] and sites[0].time_factor(1) == 0.5
+
+
+def test_table1_bad_input(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("benchmark,nodes,X,Y\nA,8,1,2\n")
+    with pytest.raises(ValueError, match="P2SC"):
+        exp.read_table1(bad)
+    bad.write_text("benchmark,nodes,X,IBM SP (P2SC 160 MHz)\nA,8,1,zero\n")
+    with pytest.raises(ValueError, match="non-numeric"):
+        exp.read_table1(bad)
+
+
+@needs_table
+def test_shared_table1_reference_is_p2sc() -> None:
+    t = exp.read_table1(TABLE)
+    assert t.machines[t.reference].startswith("IBM SP (P2SC")
+    assert len(t.benchmarks) == 4 and np.allclose(t.time_factors()[:, t.reference], 1.0)
+    # Table 1: LU.256 is fastest on the Origin 2000 (20.328 s vs 24.2 s on the P2SC).
+    assert t.time_factors()[3, 0] == pytest.approx(20.328 / 24.2)
+
+
+def base_jobs() -> list[Job]:
+    return [Job(i + 1, 100.0 + 50 * i, 10.0 * (i + 1), 20.0 * (i + 1), 1 + i % 3) for i in range(6)]
+
+
+def test_build_workload_copies_shifts_and_draws() -> None:
+    w = exp.build_workload(base_jobs(), n_sites=4, n_benchmarks=4, load=1.5, seed=7, transfer=True)
+    assert len(w) == 24 and [j.job_id for j in w] == list(range(1, 25))
+    by_home = {k: [j for j in w if j.home_site == k] for k in range(4)}
+    assert all(len(v) == 6 for v in by_home.values())
+    assert [j.submit_time for j in by_home[0]] == [50.0 * i for i in range(6)]  # rebased
+    assert [j.submit_time for j in by_home[2]] == [exp.SHIFT_S + 50.0 * i for i in range(6)]
+    assert [j.run_time for j in by_home[1]] == [15.0 * (i + 1) for i in range(6)]
+    assert all(400.0 <= j.attrs["transfer_s"] <= 2400.0 for j in w)
+    again = exp.build_workload(base_jobs(), n_sites=4, n_benchmarks=4, load=1.0, seed=7)
+    assert [j.app_class for j in again] == [j.app_class for j in w]  # draws do not depend on the load
+    other = exp.build_workload(base_jobs(), n_sites=4, n_benchmarks=4, load=1.0, seed=8)
+    assert [j.app_class for j in other] != [j.app_class for j in w]
+
+
+def test_every_figure_names_known_schemes() -> None:
+    assert sorted(exp.FIGURES) == list(range(1, 15))
+    for fig in exp.FIGURES.values():
+        assert set(fig.series) <= set(exp.SCHEMES)
+    assert exp.schemes_for([1]) == ["greedy", "mr-easy"]
+
+
+def test_run_task_and_summary(tmp_path: Path) -> None:
+    t = exp.read_table1(write_table(tmp_path))
+    data = {"T": exp.TraceData("T", base_jobs(), 4, t)}
+    rows = exp.run_sweep(data, ["greedy", "mr-easy", "single-easy"], [1.0, 2.0], seed=1, workers=1)
+    assert [(r["load_factor"], r["scheme"]) for r in rows] == [
+        (1.0, "greedy"),
+        (1.0, "mr-easy"),
+        (1.0, "single-easy"),
+        (2.0, "greedy"),
+        (2.0, "mr-easy"),
+        (2.0, "single-easy"),
+    ]
+    assert rows == exp.run_sweep(data, ["greedy", "mr-easy", "single-easy"], [1.0, 2.0], seed=1, workers=1)
+    md = exp.summary_markdown(rows, ["T"], "cmd", ["a note"])
+    assert "Greedy-MR (K=4) lowers turnaround" in md and "a note" in md
+    assert "Efficacy priority" not in md  # claims without runs are left out
+
+
+@needs_table
+def test_cli_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["experiment", "sabin2003", "--figure", "1", "--trace", str(DATA / "swf_tiny.swf"), "--jobs", "5"]
+    args += ["--load", "1.0", "--load", "1.4", "--workers", "1", "--table", str(TABLE), "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} == {"runs.csv", "fig01.csv", "fig01.png", "summary.md"}
+    assert "| 1 |" in (out / "summary.md").read_text()
+    bad = CliRunner().invoke(app, ["experiment", "sabin2003", "--figure", "15", "--out", str(out)])
+    assert bad.exit_code != 0 and "figures 1-14" in bad.output
