@@ -53,7 +53,11 @@ class EfficacyClaim(ClaimPolicy):
         world: ClaimWorld | None = None,
     ) -> list[int]:
         sites = sorted({site, *(world.sites if world is not None else ())})
-        # The simulator's Efficacy queue order (seed 000) ranks copies carrying attrs["efficacy"].
-        copies = [j.copy(attrs={**j.attrs, EFFICACY_ATTR: efficacy(j, site, sites)}) for j in ready]
-        view = SiteView(total_procs=free.cpus, free_procs=free.cpus, running=(), queue=copies, name=site)
-        return first_fit(self.order.order(view, now), free, limit)
+        # The simulator's Efficacy queue order (seed 000) ranks jobs carrying attrs["efficacy"]: rank
+        # light stand-ins (the order reads only that, submit_time and job_id), then the jobs themselves.
+        by_id = {j.job_id: j for j in ready}
+        stand_ins = [
+            Job(j.job_id, j.submit_time, 0.0, 0.0, 1, attrs={EFFICACY_ATTR: efficacy(j, site, sites)}) for j in ready
+        ]
+        view = SiteView(total_procs=free.cpus, free_procs=free.cpus, running=(), queue=stand_ins, name=site)
+        return first_fit([by_id[j.job_id] for j in self.order.order(view, now)], free, limit)
