@@ -5,7 +5,7 @@ from __future__ import annotations
 import pkgutil
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import metasched.policy.claim as claim_pkg
@@ -53,6 +53,7 @@ def test_fcfs_first_fit_in_arrival_order() -> None:
     st.one_of(st.none(), st.integers(0, 120)),
     st.integers(1, 6),
 )
+@example(specs=[(1, 0, 0, 1), (1, 0, 0, 1)], cpus=2, mem=1, rem=None, limit=2)
 def test_fcfs_invariant(
     specs: list[tuple[int, int, int, int]], cpus: int, mem: int, rem: int | None, limit: int
 ) -> None:

@@ -119,12 +119,21 @@ class ClaimPolicy(ABC):
         """
 
 
-def fits(job: Job, cpus: int, mem_mb: int, remaining_s: float | None, licences: Mapping[str, int]) -> bool:
-    """Whether ``job`` fits in the given free resources (helper shared by claim policies)."""
+def mem_budget(free: FreeResources) -> int | None:
+    """The memory a claim may still hand out: ``None`` when unlimited (``free.mem_mb == 0``)."""
+    return free.mem_mb if free.mem_mb > 0 else None
+
+
+def fits(job: Job, cpus: int, mem_mb: int | None, remaining_s: float | None, licences: Mapping[str, int]) -> bool:
+    """Whether ``job`` fits in the given free resources (helper shared by claim policies).
+
+    ``mem_mb`` is the memory still available, ``None`` for no limit (see :func:`mem_budget`): a
+    budget used up to 0 admits only jobs that need no memory.
+    """
     if job.requested_procs > cpus:
         return False
     need_mem = int(job.attrs.get("mem_mb", 0) or 0)
-    if mem_mb > 0 and need_mem > mem_mb:
+    if mem_mb is not None and need_mem > mem_mb:
         return False
     if remaining_s is not None and job.requested_time > 0 and job.requested_time > remaining_s:
         return False
@@ -158,7 +167,7 @@ class SlotBoard:
         for i in range(max(1, min(limit, free.cpus))):
             heapq.heappush(mine, (now, 0, seq + i))
         self.cpus = free.cpus
-        self.mem_mb = free.mem_mb
+        self.mem_mb = mem_budget(free)
         self.remaining_s = free.remaining_s
         self.licences = dict(free.licences)
         self.limit = limit
@@ -190,7 +199,7 @@ class SlotBoard:
             return False
         self.chosen.append(job.job_id)
         self.cpus -= job.requested_procs
-        if self.mem_mb > 0:
+        if self.mem_mb is not None:
             self.mem_mb -= int(job.attrs.get("mem_mb", 0) or 0)
         for name, count in (job.attrs.get("licences") or {}).items():
             self.licences[name] -= count

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, fits
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, fits, mem_budget
 
 
 class FcfsClaim(ClaimPolicy):
@@ -36,7 +36,7 @@ class FcfsClaim(ClaimPolicy):
 
 def first_fit(ordered: Sequence[Job], free: FreeResources, limit: int) -> list[int]:
     """Ids of the jobs of ``ordered`` taken in that order while they fit ``free`` (at most ``limit``)."""
-    cpus, mem = free.cpus, free.mem_mb
+    cpus, mem = free.cpus, mem_budget(free)
     lic = dict(free.licences)
     chosen: list[int] = []
     for job in ordered:
@@ -46,7 +46,7 @@ def first_fit(ordered: Sequence[Job], free: FreeResources, limit: int) -> list[i
             continue
         chosen.append(job.job_id)
         cpus -= job.requested_procs
-        if mem > 0:
+        if mem is not None:
             mem -= int(job.attrs.get("mem_mb", 0) or 0)
         for name, count in (job.attrs.get("licences") or {}).items():
             lic[name] -= count

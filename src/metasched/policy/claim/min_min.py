@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from metasched.model.job import Job
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at, fits
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at, fits, mem_budget
 from metasched.policy.mapping.min_min import MinMin
 
 
@@ -58,13 +58,13 @@ class MinMinClaim(ClaimPolicy):
                 avail.append(t)
         jobs = sorted(ready, key=lambda j: (j.submit_time, j.job_id))
         if len(machines) == n_asker:  # nobody else: only the jobs that fit the asker can be mapped
-            jobs = [j for j in jobs if fits(j, free.cpus, free.mem_mb, free.remaining_s, free.licences)]
+            jobs = [j for j in jobs if fits(j, free.cpus, mem_budget(free), free.remaining_s, free.licences)]
             if not jobs:
                 return []
         est = {s: np.array([estimate_at(j, s) for j in jobs], dtype=float) for s in set(machines)}
         etc = np.column_stack([est[s] for s in machines])
         # A job that does not fit the asker alone never goes on its slots.
-        too_big = np.array([not fits(j, free.cpus, free.mem_mb, free.remaining_s, free.licences) for j in jobs])
+        too_big = np.array([not fits(j, free.cpus, mem_budget(free), free.remaining_s, free.licences) for j in jobs])
         etc[too_big, :n_asker] = np.inf
         assignment = self.mapper.map(etc, np.array(avail, dtype=float))
         # The first job Min-min maps on a machine is its shortest there (lowest index on ties): that
@@ -75,13 +75,13 @@ class MinMinClaim(ClaimPolicy):
             if rows.size:
                 firsts.append(int(rows[np.argmin(etc[rows, m])]))
         chosen: list[int] = []
-        cpus, mem, lic = free.cpus, free.mem_mb, dict(free.licences)
+        cpus, mem, lic = free.cpus, mem_budget(free), dict(free.licences)
         for r in sorted(firsts, key=lambda r: (etc[r, 0], r)):
             j = jobs[r]
             if len(chosen) < limit and fits(j, cpus, mem, free.remaining_s, lic):
                 chosen.append(j.job_id)
                 cpus -= j.requested_procs
-                if mem > 0:
+                if mem is not None:
                     mem -= int(j.attrs.get("mem_mb", 0) or 0)
                 for name, count in (j.attrs.get("licences") or {}).items():
                     lic[name] -= count
