@@ -84,43 +84,17 @@ class EasyBackfill(LocalScheduler):
                 f"job {head.job_id} needs {head.requested_procs} processors; site {view.name!r} has {view.total_procs}"
             )
         shadow, extra = self._shadow(view, now, head, free, starts)
-        for job in queue[i + 1 :]:
-            if free == 0:
-                break
-            procs = job.requested_procs
-            if procs > free:
-                continue
-            if now + job.requested_time <= shadow:
-                starts.append(job)
-                free -= procs
-            elif procs <= extra:
-                starts.append(job)
-                free -= procs
-                extra -= procs
+        free, extra = _backfill(queue[i + 1 :], now, shadow, free, extra, starts)
         hint = EasyHint(head.job_id, shadow, extra, free, len(view.running) + len(starts), n - len(starts))
         return Plan(starts=starts, reservations={head.job_id: shadow}, hint=hint)
 
     def _scan_new(self, view: SiteView, now: float, hint: EasyHint) -> Plan:
-        free, extra, shadow = hint.free, hint.extra, hint.shadow
         starts: list[Job] = []
-        if free > 0:
-            for job in view.queue[hint.queued :]:
-                procs = job.requested_procs
-                if procs > free:
-                    continue
-                if now + job.requested_time <= shadow:
-                    starts.append(job)
-                    free -= procs
-                elif procs <= extra:
-                    starts.append(job)
-                    free -= procs
-                    extra -= procs
-                if free == 0:
-                    break
+        free, extra = _backfill(view.queue[hint.queued :], now, hint.shadow, hint.free, hint.extra, starts)
         hint.extra, hint.free = extra, free
         hint.running += len(starts)
         hint.queued = len(view.queue) - len(starts)
-        return Plan(starts=starts, reservations={hint.head_id: shadow}, hint=hint)
+        return Plan(starts=starts, reservations={hint.head_id: hint.shadow}, hint=hint)
 
     @staticmethod
     def _shadow(view: SiteView, now: float, head: Job, free: int, starts: list[Job]) -> tuple[float, int]:
@@ -155,3 +129,27 @@ class EasyBackfill(LocalScheduler):
             avail += new[j][1]
             j += 1
         return shadow, avail - need
+
+
+def _backfill(
+    candidates: Sequence[Job], now: float, shadow: float, free: int, extra: int, starts: list[Job]
+) -> tuple[int, int]:
+    """EASY's backfilling rule over ``candidates`` in order, appending the jobs it starts to ``starts``.
+
+    A job starts if it fits the free processors and either ends by the shadow time or needs no more than
+    the extra processors (which then shrink by its width). Returns the free and extra processors left.
+    """
+    for job in candidates:
+        if free == 0:
+            break
+        procs = job.requested_procs
+        if procs > free:
+            continue
+        if now + job.requested_time <= shadow:
+            starts.append(job)
+            free -= procs
+        elif procs <= extra:
+            starts.append(job)
+            free -= procs
+            extra -= procs
+    return free, extra
