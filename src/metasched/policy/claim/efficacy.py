@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from metasched.model.job import Job
 from metasched.policy.base import SiteView
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at, estimates_at
 from metasched.policy.claim.fcfs import first_fit
 from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 
@@ -19,6 +19,15 @@ def efficacy(job: Job, site: str, sites: Sequence[str]) -> float:
         return 1.0
     best = min((e for s in sites if (e := estimate_at(job, s)) > 0), default=here)
     return min(best, here) / here
+
+
+def efficacy_of(row: Sequence[float], here: int) -> float:
+    """:func:`efficacy` from a job's estimates at each site (``row``), ``here`` the asker's index."""
+    at_here = row[here]
+    if at_here <= 0:
+        return 1.0
+    best = min((e for e in row if e > 0), default=at_here)
+    return min(best, at_here) / at_here
 
 
 class EfficacyClaim(ClaimPolicy):
@@ -56,8 +65,13 @@ class EfficacyClaim(ClaimPolicy):
         # The simulator's Efficacy queue order (seed 000) ranks jobs carrying attrs["efficacy"]: rank
         # light stand-ins (the order reads only that, submit_time and job_id), then the jobs themselves.
         by_id = {j.job_id: j for j in ready}
-        stand_ins = [
-            Job(j.job_id, j.submit_time, 0.0, 0.0, 1, attrs={EFFICACY_ATTR: efficacy(j, site, sites)}) for j in ready
-        ]
+        here = sites.index(site)
+        effs: dict[int, float] = {}  # jobs of one kind share their row of estimates: one efficacy per row
+        stand_ins = []
+        for j, row in zip(ready, estimates_at(ready, sites), strict=True):
+            eff = effs.get(id(row))
+            if eff is None:
+                eff = effs[id(row)] = efficacy_of(row, here)
+            stand_ins.append(Job(j.job_id, j.submit_time, 0.0, 0.0, 1, attrs={EFFICACY_ATTR: eff}))
         view = SiteView(total_procs=free.cpus, free_procs=free.cpus, running=(), queue=stand_ins, name=site)
         return first_fit([by_id[j.job_id] for j in self.order.order(view, now)], free, limit)
