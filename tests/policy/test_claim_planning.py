@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import metasched.policy.claim as claim_pkg
 from metasched.model.job import Job
+from metasched.policy.base import SiteView
 from metasched.policy.claim import (
     REGISTRY,
     ClaimWorld,
@@ -24,6 +25,7 @@ from metasched.policy.claim.efficacy import efficacy
 from metasched.policy.claim.fcfs import first_fit
 from metasched.policy.claim.min_min import first_on_slots
 from metasched.policy.mapping.min_min import MinMin
+from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 
 ONE = FreeResources(1)
 
@@ -210,6 +212,11 @@ def test_shared_estimate_tables_decide_as_per_job_tables(
         assert cls().select(ready, "B", FreeResources(4), 0.0, limit, w) == cls().select(
             copies, "B", FreeResources(4), 0.0, limit, w
         )
-    ranked = sorted(copies, key=lambda j: (-efficacy(j, "B", ["A", "B"]), j.submit_time, j.job_id))
-    expected = first_fit(ranked, FreeResources(4), limit)
+    # the simulator's Efficacy queue order, on copies carrying their efficacy at B
+    tagged = [
+        Job(j.job_id, j.submit_time, 0.0, 0.0, 1, attrs={EFFICACY_ATTR: efficacy(j, "B", ["A", "B"])}) for j in copies
+    ]
+    view = SiteView(total_procs=4, free_procs=4, running=(), queue=tagged, name="B")
+    by = {j.job_id: j for j in copies}
+    expected = first_fit([by[j.job_id] for j in Efficacy().order(view, 0.0)], FreeResources(4), limit)
     assert EfficacyClaim().select(ready, "B", FreeResources(4), 0.0, limit, w) == expected
