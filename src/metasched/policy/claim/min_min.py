@@ -66,7 +66,15 @@ class MinMinClaim(ClaimPolicy):
         etc = etc[:, [col[s] for s in machines]]
         # A job that does not fit the asker alone never goes on its slots.
         mem = mem_budget(free)
-        too_big = np.array([not fits(j, free.cpus, mem, free.remaining_s, free.licences) for j in jobs], dtype=bool)
+        fit_memo: dict[tuple[object, ...], bool] = {}  # many jobs ask the same: decide each demand once
+        too_big = np.zeros(len(jobs), dtype=bool)
+        for r, j in enumerate(jobs):
+            lic = j.attrs.get("licences")
+            demand = (j.requested_procs, j.requested_time, j.attrs.get("mem_mb"), tuple(lic.items()) if lic else ())
+            ok = fit_memo.get(demand)
+            if ok is None:
+                ok = fit_memo[demand] = fits(j, free.cpus, mem, free.remaining_s, free.licences)
+            too_big[r] = not ok
         etc[too_big, :n_asker] = np.inf
         # Only the first job Min-min maps on each asker slot can start now: map until every asker
         # slot has one (the steps up to there are the full mapping's, so its firsts are the same).
