@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pkgutil
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metasched.policy.claim as claim_pkg
 from metasched.model.job import Job
+from metasched.policy.base import SiteView
 from metasched.policy.claim import (
     REGISTRY,
     ClaimWorld,
@@ -20,6 +22,10 @@ from metasched.policy.claim import (
     SiteSlots,
 )
 from metasched.policy.claim.efficacy import efficacy
+from metasched.policy.claim.fcfs import first_fit
+from metasched.policy.claim.min_min import first_on_slots
+from metasched.policy.mapping.min_min import MinMin
+from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 
 ONE = FreeResources(1)
 
@@ -161,3 +167,56 @@ def test_min_min_alone_with_a_job_too_wide() -> None:
     ready = [job(1, {"A": 1}, procs=4), job(2, {"A": 5})]
     assert MinMinClaim().select(ready, "A", FreeResources(2), 0.0, 2) == [2]
     assert MinMinClaim().select(ready[:1], "A", FreeResources(2), 0.0, 2) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.integers(1, 5).flatmap(
+            lambda m: st.tuples(
+                st.lists(st.lists(st.integers(1, 6), min_size=m, max_size=m), min_size=n, max_size=n),
+                st.lists(st.integers(0, 8), min_size=m, max_size=m),
+                st.integers(1, m),
+            )
+        )
+    )
+)
+def test_min_min_first_on_slots_is_the_full_mappings_first(case: tuple[list[list[int]], list[int], int]) -> None:
+    # Small integers: many ties, and exact sums, so "first mapped" = "shortest mapped, lowest index".
+    rows, ready, n_first = case
+    etc, avail = np.array(rows, dtype=float), np.array(ready, dtype=float)
+    full = MinMin(column_threshold=1000).map(etc, avail)
+    expected = []
+    for m in range(n_first):
+        mapped = np.flatnonzero(full == m)
+        if mapped.size:
+            expected.append(int(mapped[np.argmin(etc[mapped, m])]))
+    assert first_on_slots(etc, avail, n_first) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(_jobs, st.booleans(), st.integers(1, 4))
+def test_shared_estimate_tables_decide_as_per_job_tables(
+    specs: list[tuple[int, float, float, float]], share: bool, limit: int
+) -> None:
+    # The store hands every job of a kind one table; the memo on it must not change any decision,
+    # and efficacy must rank exactly as the Efficacy order of per-job efficacies.
+    kinds = [{"A": 5.0, "B": 9.0}, {"A": 7.0, "B": 2.0}]
+    ready = [
+        job(i, kinds[i % 2] if share else dict(kinds[i % 2]), submit=t, procs=p)
+        for i, (p, _a, _b, t) in enumerate(specs)
+    ]
+    copies = [job(j.job_id, dict(j.attrs["estimates"]), j.submit_time, j.requested_procs) for j in ready]
+    w = world(A=SiteSlots("A", idle=1), B=SiteSlots("B", idle=1))
+    for cls in REGISTRY.values():
+        assert cls().select(ready, "B", FreeResources(4), 0.0, limit, w) == cls().select(
+            copies, "B", FreeResources(4), 0.0, limit, w
+        )
+    # the simulator's Efficacy queue order, on copies carrying their efficacy at B
+    tagged = [
+        Job(j.job_id, j.submit_time, 0.0, 0.0, 1, attrs={EFFICACY_ATTR: efficacy(j, "B", ["A", "B"])}) for j in copies
+    ]
+    view = SiteView(total_procs=4, free_procs=4, running=(), queue=tagged, name="B")
+    by = {j.job_id: j for j in copies}
+    expected = first_fit([by[j.job_id] for j in Efficacy().order(view, 0.0)], FreeResources(4), limit)
+    assert EfficacyClaim().select(ready, "B", FreeResources(4), 0.0, limit, w) == expected

@@ -86,6 +86,24 @@ def estimate_at(job: Job, site: str) -> float:
     return float(job.requested_time)
 
 
+def estimates_at(jobs: Sequence[Job], sites: Sequence[str]) -> list[tuple[float, ...]]:
+    """``estimate_at(job, s)`` for each of ``sites``, per job (one tuple per job, in order).
+
+    Jobs sharing one ``attrs["estimates"]`` table and ``requested_time`` (the store hands every
+    job of a kind the same table) are computed once: same values as :func:`estimate_at`.
+    """
+    memo: dict[tuple[int, float], tuple[float, ...]] = {}
+    out = []
+    for job in jobs:
+        table = job.attrs.get("estimates")
+        key = (id(table), job.requested_time)
+        row = memo.get(key)
+        if row is None:
+            row = memo[key] = tuple(estimate_at(job, s) for s in sites)
+        out.append(row)
+    return out
+
+
 class ClaimPolicy(ABC):
     """Chooses the ready jobs handed to one placeholder.
 

@@ -6,10 +6,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
-from metasched.policy.base import SiteView
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at, estimates_at
 from metasched.policy.claim.fcfs import first_fit
-from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 
 
 def efficacy(job: Job, site: str, sites: Sequence[str]) -> float:
@@ -21,11 +19,21 @@ def efficacy(job: Job, site: str, sites: Sequence[str]) -> float:
     return min(best, here) / here
 
 
+def efficacy_of(row: Sequence[float], here: int) -> float:
+    """:func:`efficacy` from a job's estimates at each site (``row``), ``here`` the asker's index."""
+    at_here = row[here]
+    if at_here <= 0:
+        return 1.0
+    best = min((e for e in row if e > 0), default=at_here)
+    return min(best, at_here) / at_here
+
+
 class EfficacyClaim(ClaimPolicy):
     """Hands over ready jobs in decreasing efficacy at the asking site, first fit.
 
-    The order is the simulator's :class:`~metasched.policy.priority.efficacy.Efficacy` queue order,
-    fed copies of the ready jobs carrying their efficacy at the asking site.
+    The order is the simulator's :class:`~metasched.policy.priority.efficacy.Efficacy` queue order
+    of the ready jobs carrying their efficacy at the asking site: its rank key
+    ``(-efficacy, submit_time, job_id)``, computed once per kind (a test pins the equality).
 
     Source: the efficacy priority of Sabin et al. (seed 000, section 6): a job's efficacy at a site
     is its best run time over the sites divided by its run time there; a site runs first the
@@ -40,9 +48,6 @@ class EfficacyClaim(ClaimPolicy):
     key: ClassVar[str] = "efficacy"
     needs_world: ClassVar[bool] = True
 
-    def __init__(self) -> None:
-        self.order = Efficacy()
-
     def select(
         self,
         ready: Sequence[Job],
@@ -53,11 +58,19 @@ class EfficacyClaim(ClaimPolicy):
         world: ClaimWorld | None = None,
     ) -> list[int]:
         sites = sorted({site, *(world.sites if world is not None else ())})
-        # The simulator's Efficacy queue order (seed 000) ranks jobs carrying attrs["efficacy"]: rank
-        # light stand-ins (the order reads only that, submit_time and job_id), then the jobs themselves.
-        by_id = {j.job_id: j for j in ready}
-        stand_ins = [
-            Job(j.job_id, j.submit_time, 0.0, 0.0, 1, attrs={EFFICACY_ATTR: efficacy(j, site, sites)}) for j in ready
-        ]
-        view = SiteView(total_procs=free.cpus, free_procs=free.cpus, running=(), queue=stand_ins, name=site)
-        return first_fit([by_id[j.job_id] for j in self.order.order(view, now)], free, limit)
+        here = sites.index(site)
+        # Jobs of one kind share their row of estimates (estimates_at): one efficacy per row.
+        effs: dict[int, float] = {}
+        keyed = []
+        for j, row in zip(ready, estimates_at(ready, sites), strict=True):
+            eff = effs.get(id(row))
+            if eff is None:
+                eff = effs[id(row)] = efficacy_of(row, here)
+            # Efficacy.rank's key, without a stand-in job per ready job (a test pins the equality).
+            keyed.append((-eff, j.submit_time, j.job_id, j))
+        keyed.sort(key=_rank)
+        return first_fit([k[3] for k in keyed], free, limit)
+
+
+def _rank(item: tuple[float, float, int, Job]) -> tuple[float, float, int]:
+    return item[0], item[1], item[2]

@@ -7,16 +7,18 @@ from typing import ClassVar
 
 import numpy as np
 
+from metasched.model.etc import FloatArray
 from metasched.model.job import Job
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at, fits, mem_budget
-from metasched.policy.mapping.min_min import MinMin
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimates_at, fits, mem_budget
 
 
 class MinMinClaim(ClaimPolicy):
     """Hands the asker the jobs a min-min mapping of all ready jobs onto all placeholders puts on it now.
 
     The mapping is the simulator's own :class:`~metasched.policy.mapping.min_min.MinMin` over an
-    ETC matrix of the ready jobs x every placeholder slot (ready time: its free instant).
+    ETC matrix of the ready jobs x every placeholder slot (ready time: its free instant), run only
+    until every asker slot has its first job (:func:`first_on_slots`: the same rounds, so the same
+    decision as the full mapping, in the rounds up to there instead of one per ready job).
 
     Source: Min-min of Braun et al. / Maheswaran et al. (seed 002, section 3): repeatedly map the
     (job, machine) pair with the smallest completion time, the machine being here any site's
@@ -32,9 +34,6 @@ class MinMinClaim(ClaimPolicy):
 
     key: ClassVar[str] = "min-min"
     needs_world: ClassVar[bool] = True
-
-    def __init__(self) -> None:
-        self.mapper = MinMin()
 
     def select(
         self,
@@ -61,19 +60,25 @@ class MinMinClaim(ClaimPolicy):
             jobs = [j for j in jobs if fits(j, free.cpus, mem_budget(free), free.remaining_s, free.licences)]
             if not jobs:
                 return []
-        est = {s: np.array([estimate_at(j, s) for j in jobs], dtype=float) for s in set(machines)}
-        etc = np.column_stack([est[s] for s in machines])
+        names = sorted(set(machines))
+        col = {s: i for i, s in enumerate(names)}
+        etc = np.array(estimates_at(jobs, names), dtype=float).reshape(len(jobs), len(names))
+        etc = etc[:, [col[s] for s in machines]]
         # A job that does not fit the asker alone never goes on its slots.
-        too_big = np.array([not fits(j, free.cpus, mem_budget(free), free.remaining_s, free.licences) for j in jobs])
+        mem = mem_budget(free)
+        fit_memo: dict[tuple[object, ...], bool] = {}  # many jobs ask the same: decide each demand once
+        too_big = np.zeros(len(jobs), dtype=bool)
+        for r, j in enumerate(jobs):
+            lic = j.attrs.get("licences")
+            demand = (j.requested_procs, j.requested_time, j.attrs.get("mem_mb"), tuple(lic.items()) if lic else ())
+            ok = fit_memo.get(demand)
+            if ok is None:
+                ok = fit_memo[demand] = fits(j, free.cpus, mem, free.remaining_s, free.licences)
+            too_big[r] = not ok
         etc[too_big, :n_asker] = np.inf
-        assignment = self.mapper.map(etc, np.array(avail, dtype=float))
-        # The first job Min-min maps on a machine is its shortest there (lowest index on ties): that
-        # one starts now on an asker slot; the later ones wait for it.
-        firsts = []
-        for m in range(n_asker):
-            rows = np.flatnonzero(assignment == m)
-            if rows.size:
-                firsts.append(int(rows[np.argmin(etc[rows, m])]))
+        # Only the first job Min-min maps on each asker slot can start now: map until every asker
+        # slot has one (the steps up to there are the full mapping's, so its firsts are the same).
+        firsts = first_on_slots(etc, np.array(avail, dtype=float), n_asker)
         chosen: list[int] = []
         cpus, mem, lic = free.cpus, mem_budget(free), dict(free.licences)
         for r in sorted(firsts, key=lambda r: (etc[r, 0], r)):
@@ -86,3 +91,45 @@ class MinMinClaim(ClaimPolicy):
                 for name, count in (j.attrs.get("licences") or {}).items():
                     lic[name] -= count
         return chosen
+
+
+def first_on_slots(etc: FloatArray, ready: FloatArray, n_first: int) -> list[int]:
+    """The task Min-min maps first on each of the machines ``0 .. n_first - 1`` (those it maps any on).
+
+    The rounds are :func:`~metasched.policy.mapping.base.min_min_by_columns`' (same global minimum,
+    same ties: lowest task, then lowest machine), stopped as soon as each of those machines has its
+    first task, or every task is mapped: each round depends only on the rounds before it, so the
+    firsts are those of the full mapping (:class:`~metasched.policy.mapping.min_min.MinMin`), at
+    the cost of the rounds up to there instead of one round per task.
+    """
+    n, m = etc.shape
+    order = np.argsort(etc, axis=0, kind="stable")
+    sorted_vals = np.take_along_axis(etc, order, axis=0)
+    inf = float("inf")
+    ords = [[*order[:, j].tolist(), n] for j in range(m)]
+    vals = [[*sorted_vals[:, j].tolist(), inf] for j in range(m)]
+    avail = ready.tolist()
+    assigned = [False] * (n + 1)
+    ptr = [0] * m
+    first: dict[int, int] = {}
+    machines = range(m)
+    for _ in range(n):
+        best, bi, bj = inf, n, 0
+        for j in machines:
+            p = ptr[j]
+            v = avail[j] + vals[j][p]
+            if v < best or (v == best and ords[j][p] < bi):
+                best, bi, bj = v, ords[j][p], j
+        if bj < n_first and bj not in first:
+            first[bj] = bi
+            if len(first) == n_first:
+                break
+        avail[bj] = best
+        assigned[bi] = True
+        for j in machines:
+            o = ords[j]
+            p = ptr[j]
+            while assigned[o[p]]:
+                p += 1
+            ptr[j] = p
+    return [first[j] for j in sorted(first)]

@@ -349,9 +349,15 @@ class Store:
                 break
             lic = [_licences(r[5]) for r in cands]
             ready = []
+            # One estimates table per kind, shared (read-only) by its jobs: policies memoise on it.
+            tables: dict[str, dict[str, float]] = {}
             for i, r in enumerate(cands):
                 kind = self._kind(r.name, r.command)
-                table = {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
+                table = tables.get(kind)
+                if table is None:
+                    table = tables[kind] = (
+                        {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
+                    )
                 # The user's --time is the limit; without one, the learned estimate here feeds the
                 # "fits my remaining wall time" check.
                 requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
