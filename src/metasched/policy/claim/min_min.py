@@ -10,6 +10,7 @@ import numpy as np
 from metasched.model.etc import FloatArray
 from metasched.model.job import Job
 from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimates_at, fits, mem_budget
+from metasched.policy.mapping.base import min_min_rounds
 
 
 class MinMinClaim(ClaimPolicy):
@@ -96,40 +97,16 @@ class MinMinClaim(ClaimPolicy):
 def first_on_slots(etc: FloatArray, ready: FloatArray, n_first: int) -> list[int]:
     """The task Min-min maps first on each of the machines ``0 .. n_first - 1`` (those it maps any on).
 
-    The rounds are :func:`~metasched.policy.mapping.base.min_min_by_columns`' (same global minimum,
+    The rounds are :func:`~metasched.policy.mapping.base.min_min_rounds` (same global minimum,
     same ties: lowest task, then lowest machine), stopped as soon as each of those machines has its
     first task, or every task is mapped: each round depends only on the rounds before it, so the
     firsts are those of the full mapping (:class:`~metasched.policy.mapping.min_min.MinMin`), at
     the cost of the rounds up to there instead of one round per task.
     """
-    n, m = etc.shape
-    order = np.argsort(etc, axis=0, kind="stable")
-    sorted_vals = np.take_along_axis(etc, order, axis=0)
-    inf = float("inf")
-    ords = [[*order[:, j].tolist(), n] for j in range(m)]
-    vals = [[*sorted_vals[:, j].tolist(), inf] for j in range(m)]
-    avail = ready.tolist()
-    assigned = [False] * (n + 1)
-    ptr = [0] * m
     first: dict[int, int] = {}
-    machines = range(m)
-    for _ in range(n):
-        best, bi, bj = inf, n, 0
-        for j in machines:
-            p = ptr[j]
-            v = avail[j] + vals[j][p]
-            if v < best or (v == best and ords[j][p] < bi):
-                best, bi, bj = v, ords[j][p], j
-        if bj < n_first and bj not in first:
-            first[bj] = bi
+    for task, machine in min_min_rounds(etc, ready):
+        if machine < n_first and machine not in first:
+            first[machine] = task
             if len(first) == n_first:
                 break
-        avail[bj] = best
-        assigned[bi] = True
-        for j in machines:
-            o = ords[j]
-            p = ptr[j]
-            while assigned[o[p]]:
-                p += 1
-            ptr[j] = p
     return [first[j] for j in sorted(first)]
