@@ -10,7 +10,6 @@ simulation. Writes CSV (raw and per figure), PNG (Figures 3, 4, 5 and timing) an
 
 from __future__ import annotations
 
-import csv
 import itertools
 import multiprocessing
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from metasched.sim.metrics import write_rows_csv
 from metasched.sim.two_level import run_case
 from metasched.sim.two_level_metrics import cluster_metrics, timing_metrics
 from metasched.workload.pasquali import PasqualiParams, generate_grid, generate_jobs
@@ -96,8 +96,8 @@ def run(
     key = lambda r: (r["ta"], list(CASE_LABELS).index(r["case"]), r["rep"])  # noqa: E731
     rows.sort(key=lambda r: (*key(r), r["cluster"]))
     timings.sort(key=key)
-    _write_csv(out / "clusters.csv", rows)
-    _write_csv(out / "timing.csv", timings)
+    write_rows_csv(out / "clusters.csv", rows)
+    write_rows_csv(out / "timing.csv", timings)
     figures = write_figures(cfg, rows, timings, out)
     write_summary(cfg, rows, timings, figures, out / "summary.md", elapsed)
     return rows, timings
@@ -118,16 +118,6 @@ def _collect(
         timings.append(t)
         if progress is not None:
             progress(1)
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        path.write_text("")
-        return
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def aggregate(rows: list[dict[str, Any]], metric: str) -> dict[tuple[float, str, str], tuple[float, float]]:
@@ -194,7 +184,7 @@ def write_figures(
     fig.tight_layout()
     fig.savefig(out / "fig3_workload_share.png", dpi=100)
     plt.close(fig)
-    _write_csv(out / "fig3_workload_share.csv", fig3_rows)
+    write_rows_csv(out / "fig3_workload_share.csv", fig3_rows)
     written.append("fig3_workload_share")
 
     ta = cfg.focus_ta
@@ -228,7 +218,7 @@ def write_figures(
         fig.tight_layout()
         fig.savefig(out / f"{name}.png", dpi=100)
         plt.close(fig)
-        _write_csv(out / f"{name}.csv", csv_rows)
+        write_rows_csv(out / f"{name}.csv", csv_rows)
         written.append(name)
 
     # Scheduler cost: microseconds per LS pass and per MS dispatch, per case and Ta.
@@ -251,7 +241,7 @@ def write_figures(
     fig.tight_layout()
     fig.savefig(out / "timing.png", dpi=100)
     plt.close(fig)
-    _write_csv(out / "timing_summary.csv", cost_rows)
+    write_rows_csv(out / "timing_summary.csv", cost_rows)
     written.append("timing")
     return written
 

@@ -16,7 +16,6 @@ Work is split into chunks run on ``workers`` processes; each chunk derives its g
 
 from __future__ import annotations
 
-import csv
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -29,6 +28,7 @@ import numpy as np
 from metasched.model.etc import EtcInstance, finish_times, lower_bound, makespan
 from metasched.policy.mapping import REGISTRY, SEARCH_KEYS, Mapper
 from metasched.policy.mapping.lp_rounding import lp_relaxation
+from metasched.sim.metrics import write_rows_csv
 from metasched.workload.etc import (
     BRAUN_NAMES,
     NasTable,
@@ -213,14 +213,8 @@ def smartnet1998(
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    fields = list(rows[0])
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    if rows:  # an empty table writes no file
+        write_rows_csv(path, rows, float_format=".6g")
 
 
 def noise_table(noise: list[dict[str, Any]]) -> dict[tuple[str, str, float], float]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,27 @@ def write_jobs_csv(schedule: Schedule, path: Path) -> None:
         writer.writerow(names)
         for row in zip(*(cols[name].tolist() for name in names), strict=True):
             writer.writerow(row)
+
+
+def write_rows_csv(path: Path, rows: Sequence[Mapping[str, Any]], *, float_format: str | None = None) -> None:
+    """Rows of dicts as CSV; columns are every key in first-seen order; no rows gives an empty file.
+
+    ``float_format`` (e.g. ``".6g"``) formats float cells; by default they are written as ``str`` does.
+    """
+    if not rows:
+        path.write_text("")
+        return
+    names: list[str] = []
+    for row in rows:
+        names.extend(k for k in row if k not in names)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=names)
+        writer.writeheader()
+        for row in rows:
+            if float_format is None:
+                writer.writerow(row)
+            else:
+                writer.writerow({k: format(v, float_format) if isinstance(v, float) else v for k, v in row.items()})
 
 
 def write_summary_json(summary: dict[str, Any], path: Path) -> None:

@@ -42,6 +42,7 @@ from metasched.policy.local import REGISTRY as LOCAL_REGISTRY
 from metasched.policy.meta import REGISTRY as META_REGISTRY
 from metasched.policy.meta.reservations_base import Selection
 from metasched.policy.priority import REGISTRY as ORDER_REGISTRY
+from metasched.sim.metrics import write_rows_csv
 from metasched.sim.multisite import TRANSFER_ATTR, simulate_multisite
 from metasched.sim.multisite_metrics import summarise_multisite
 from metasched.sim.replay import simulate
@@ -420,13 +421,7 @@ def figure_rows(rows: Sequence[dict[str, Any]], fig: Figure) -> list[dict[str, A
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    names: list[str] = []
-    for r in rows:
-        names.extend(k for k in r if k not in names)
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=names)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows_csv(path, rows)
 
 
 def plot_figure(path: Path, rows: Sequence[dict[str, Any]], fig: Figure, traces: Sequence[str]) -> None:
