@@ -51,6 +51,7 @@ from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld,
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
 from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
+from metasched.runtime.metaqueue.statements import Statements, ids_params, json_value
 from metasched.runtime.metaqueue.states import BROKEN, JobState
 
 __all__ = ["ClaimResult", "ClaimedJob", "JobSpec", "Store", "StoreError", "default_url", "metasched_home"]
@@ -152,6 +153,9 @@ class Store:
         self._waits: dict[str, float] | None = None
         self._waits_at = -math.inf
         self._kinds: dict[object, str] = {}
+        self._sql = Statements(self.is_postgres)
+        #: When each placeholder's ``last_seen_at`` was last written by this process (see :meth:`_seen`).
+        self._seen_at: dict[str, float] = {}
         with _SQLITE_LOCKS_GUARD:
             self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
@@ -294,6 +298,8 @@ class Store:
         limit: int = 1,
         now: float | None = None,
         window: int = 2048,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
     ) -> ClaimResult:
         """Hand up to ``limit`` ready jobs to ``placeholder_id`` at ``site`` (chosen by the claim policy).
 
@@ -301,10 +307,27 @@ class Store:
         PostgreSQL; SQLite holds the writer lock since ``BEGIN IMMEDIATE``), the policy chooses,
         the chosen move to ``running`` with a lease. ``wait`` when unfinished work exists but none
         suits this placeholder now; ``exit`` when nothing is queued or running.
+
+        ``ahead`` (prefetch): also up to that many jobs for the placeholder to run *next*, one after
+        another in its ``whole`` size (see :meth:`_ahead`). They are leased and ``running`` like the
+        others from this instant: never handed to anyone else, back in the queue if the lease is lost.
         """
         now = time.time() if now is None else now
+        if not self.is_postgres and not self._probe_ready():
+            # Nothing ready: answer wait / exit from a read transaction, without queueing for the writer lock
+            # (an idle placeholder's polls then cost the busy ones nothing).
+            with self.engine.connect() as conn:
+                busy = _run(conn, self._sql.any_unfinished).fetchone()
+                conn.rollback()
+            return ClaimResult("wait" if busy else "exit")
         with self._tx() as conn:
-            return self._claim(conn, site, placeholder_id, free, limit, now, window)
+            return self._claim(conn, site, placeholder_id, free, limit, now, window, ahead=ahead, whole=whole)
+
+    def _probe_ready(self) -> bool:
+        with self.engine.connect() as conn:
+            found = _run(conn, self._sql.any_ready).fetchone() is not None
+            conn.rollback()
+        return found
 
     def _claim(
         self,
@@ -315,36 +338,21 @@ class Store:
         limit: int,
         now: float,
         window: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
     ) -> ClaimResult:
         chosen: list[int] = []
+        ready: list[Job] = []
         est = self.estimates(conn)
         world = self._world(conn, placeholder_id, now, est) if self.policy.needs_world else None
         sites = sorted({site, *(world.sites if world else ())})
         # A prefix-stable policy (FCFS, completion-time) decides on the oldest ready jobs as it
         # would on all of them: start small. The others rank every ready job: give them the window.
-        size = max(8, 4 * limit) if self.policy.prefix_stable else min(window, RANKING_WINDOW)
+        size = max(8, 4 * (limit + ahead)) if self.policy.prefix_stable else min(window, RANKING_WINDOW)
         while True:
             # Most claims are served by the first few ready jobs: look further only when they do not fit.
-            q = (
-                select(
-                    JOBS.c.id,
-                    JOBS.c.submit_at,
-                    JOBS.c.cpus,
-                    JOBS.c.mem_mb,
-                    JOBS.c.time_s,
-                    _LICENCES_TEXT,
-                    JOBS.c.name,
-                    JOBS.c.command,
-                    JOBS.c.deadline_at,
-                    JOBS.c.user_class,
-                )
-                .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
-                .order_by(JOBS.c.id)
-                .limit(size)
-            )
-            if self.is_postgres:
-                q = q.with_for_update(skip_locked=True)
-            cands = conn.execute(q).all()
+            cands = _run(conn, self._sql.ready, {"n": size}).fetchall()
             if not cands:
                 break
             lic = [_licences(r[5]) for r in cands]
@@ -352,7 +360,9 @@ class Store:
             # One estimates table per kind, shared (read-only) by its jobs: policies memoise on it.
             tables: dict[str, dict[str, float]] = {}
             for i, r in enumerate(cands):
-                kind = self._kind(r.name, r.command)
+                # READY_COLUMNS, in order (licences were decoded above)
+                job_id, submit_at, cpus, mem_mb, time_s, _, name, command, deadline_at, user_class = r
+                kind = self._kind(name, command)
                 table = tables.get(kind)
                 if table is None:
                     table = tables[kind] = (
@@ -360,65 +370,38 @@ class Store:
                     )
                 # The user's --time is the limit; without one, the learned estimate here feeds the
                 # "fits my remaining wall time" check.
-                requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
-                attrs = {"mem_mb": r.mem_mb, "licences": lic[i], "kind": kind, "estimates": table}
-                attrs["user_class"] = r.user_class or "regular"
-                if r.deadline_at is not None:
-                    attrs["deadline"] = r.deadline_at
-                ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
+                requested = time_s if time_s > 0 else table.get(site, 0.0)
+                attrs = {"mem_mb": mem_mb, "licences": lic[i], "kind": kind, "estimates": table}
+                attrs["user_class"] = user_class or "regular"
+                if deadline_at is not None:
+                    attrs["deadline"] = deadline_at
+                ready.append(Job(job_id, submit_at, requested, requested, cpus, attrs=attrs))
             if any(lic):
                 free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
-            chosen = self.policy.select(ready, site, free, now, limit, world)
-            if len(chosen) >= limit or len(cands) < size or size >= window or not self.policy.prefix_stable:
+            chosen = self.policy.select(ready, site, free, now, limit, world) if free.cpus > 0 else []
+            if (
+                free.cpus <= 0
+                or len(chosen) >= limit
+                or len(cands) < size
+                or size >= window
+                or not self.policy.prefix_stable
+            ):
                 break
             size = min(window, size * 8)
+        if ahead > 0 and whole is not None and ready:
+            chosen = chosen + self._ahead(ready, chosen, site, whole, free.licences, now, ahead, world)
         if not chosen:
-            busy = conn.execute(
-                select(JOBS.c.id).where(JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING])).limit(1)
-            ).first()
+            busy = _run(conn, self._sql.any_unfinished).fetchone()
             self._seen(conn, placeholder_id, now)
             return ClaimResult("wait" if busy else "exit")
         lease = now + self.lease_s
-        conn.execute(
-            update(JOBS)
-            .where(JOBS.c.id.in_(chosen), JOBS.c.state == JobState.QUEUED)
-            .values(
-                state=JobState.RUNNING,
-                site=site,
-                placeholder_id=placeholder_id,
-                attempts=JOBS.c.attempts + 1,
-                lease_until=lease,
-                start_at=now,
-                end_at=None,
-                exit_code=None,
-                reason="",
-            )
-        )
-        rows = conn.execute(
-            select(
-                JOBS.c.id,
-                JOBS.c.attempts,
-                JOBS.c.name,
-                JOBS.c.command,
-                JOBS.c.cwd,
-                JOBS.c.env,
-                JOBS.c.cpus,
-                JOBS.c.mem_mb,
-                JOBS.c.time_s,
-            ).where(JOBS.c.id.in_(chosen))
-        ).all()
-        by_id = {r.id: r for r in rows}
-        conn.execute(
-            insert(EVENTS),
+        params = {"site": site, "ph": placeholder_id, "lease": lease, "now": now, **ids_params(chosen)}
+        by_id = {r[0]: r for r in _run(conn, self._sql.take(len(chosen)), params).fetchall()}
+        _run(
+            conn,
+            self._sql.event,
             [
-                {
-                    "at": now,
-                    "kind": "claim",
-                    "job_id": j,
-                    "placeholder_id": placeholder_id,
-                    "site": site,
-                    "detail": "",
-                }
+                {"at": now, "kind": "claim", "job_id": j, "placeholder_id": placeholder_id, "site": site, "detail": ""}
                 for j in chosen
             ],
         )
@@ -426,21 +409,56 @@ class Store:
         return ClaimResult(
             "job",
             [
-                ClaimedJob(
-                    j,
-                    by_id[j].attempts,
-                    by_id[j].name,
-                    by_id[j].command,
-                    by_id[j].cwd,
-                    dict(by_id[j].env or {}),
-                    by_id[j].cpus,
-                    by_id[j].mem_mb,
-                    by_id[j].time_s,
-                    lease,
-                )
+                ClaimedJob(j, t[1], t[2], t[3], t[4], json_value(t[5]), t[6], t[7], t[8], lease)
                 for j in chosen
+                if (t := by_id.get(j)) is not None
             ],
         )
+
+    def _ahead(
+        self,
+        ready: Sequence[Job],
+        chosen: Sequence[int],
+        site: str,
+        whole: FreeResources,
+        licences: Mapping[str, int],
+        now: float,
+        ahead: int,
+        world: ClaimWorld | None,
+    ) -> list[int]:
+        """Up to ``ahead`` more jobs for a placeholder to run after ``chosen``, each in its ``whole`` size.
+
+        The same policy chooses, one job at a time, among the ready jobs not yet chosen, with the
+        remaining wall time shortened by the estimates of the jobs before it. Invariant (fairness
+        to the other placeholders): at most half of the ready jobs seen and left unchosen are
+        taken ahead, so a narrow level of a workflow is never hoarded by one placeholder.
+        """
+        taken = set(chosen)
+        left = [j for j in ready if j.job_id not in taken]
+        room = min(ahead, len(left) // 2)
+        remaining = whole.remaining_s
+        if remaining is not None:
+            remaining -= sum(j.requested_time for j in ready if j.job_id in taken)
+        # Jobs taken ahead hold their licences from now on (they count as running): charge them.
+        lic = dict(licences)
+        for job in ready:
+            if job.job_id in taken:
+                _charge(lic, job)
+        out: list[int] = []
+        while len(out) < room and left:
+            if remaining is not None and remaining <= 0:
+                break
+            room_now = FreeResources(whole.cpus, whole.mem_mb, remaining, lic)
+            pick = self.policy.select(left, site, room_now, now, 1, world)
+            if not pick:
+                break
+            out.append(pick[0])
+            job = next(j for j in left if j.job_id == pick[0])
+            left.remove(job)
+            _charge(lic, job)
+            if remaining is not None:
+                remaining -= job.requested_time
+        return out
 
     def estimates(self, conn: Connection | None = None) -> Estimates:
         """The run-time estimates per (kind, site): fixed, or learned from done jobs (cached ``learn_every_s``)."""
@@ -539,7 +557,14 @@ class Store:
         return total
 
     def _seen(self, conn: Connection, placeholder_id: str, now: float) -> None:
-        conn.execute(update(PLACEHOLDERS).where(PLACEHOLDERS.c.id == placeholder_id).values(last_seen_at=now))
+        # ``last_seen_at`` is for people (status, dashboard), not for leases: write it at most once a second
+        # per placeholder, not on every claim.
+        if now - self._seen_at.get(placeholder_id, -math.inf) < 1.0:
+            return
+        if len(self._seen_at) > 10_000:
+            self._seen_at.clear()
+        self._seen_at[placeholder_id] = now
+        _run(conn, self._sql.seen, {"now": now, "ph": placeholder_id})
 
     # ------------------------------------------------------------------ heartbeat / complete / leases
 
@@ -551,18 +576,9 @@ class Store:
         """
         now = time.time() if now is None else now
         with self._tx() as conn:
-            conn.execute(
-                update(JOBS)
-                .where(JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING)
-                .values(lease_until=now + self.lease_s)
-            )
-            held = conn.execute(
-                select(JOBS.c.id, JOBS.c.attempts).where(
-                    JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING
-                )
-            ).all()
+            held = _run(conn, self._sql.renew, {"lease": now + self.lease_s, "ph": placeholder_id}).fetchall()
             self._seen(conn, placeholder_id, now)
-        return {r.id: r.attempts for r in held}
+        return {r[0]: r[1] for r in held}
 
     def complete(
         self,
@@ -600,56 +616,44 @@ class Store:
         stdout_path: str | None,
         stderr_path: str | None,
         now: float,
+        count_run: bool = True,
     ) -> bool:
         state = JobState.DONE if exit_code == 0 else JobState.FAILED
-        res = conn.execute(
-            update(JOBS)
-            .where(
-                JOBS.c.id == job_id,
-                JOBS.c.placeholder_id == placeholder_id,
-                JOBS.c.attempts == attempt,
-                JOBS.c.state == JobState.RUNNING,
-            )
-            .values(
-                state=state,
-                exit_code=exit_code,
-                end_at=end_at if end_at is not None else now,
-                start_at=start_at if start_at is not None else JOBS.c.start_at,
-                lease_until=None,
-                stdout_path=stdout_path,
-                stderr_path=stderr_path,
-                reason="" if exit_code == 0 else f"exit code {exit_code}",
-            )
-        )
-        if res.rowcount != 1:
-            self._event(
-                conn,
-                now,
-                "stale_complete",
-                job_id=job_id,
-                placeholder_id=placeholder_id,
-                detail=f"attempt {attempt} exit {exit_code}",
-            )
-            return False
-        self._event(
+        res = _run(
             conn,
-            now,
-            "done" if exit_code == 0 else "failed",
-            job_id=job_id,
-            placeholder_id=placeholder_id,
-            detail=f"exit {exit_code}",
+            self._sql.finish,
+            {
+                "state": str(state),
+                "exit_code": exit_code,
+                "end_at": end_at if end_at is not None else now,
+                "start_at": start_at,
+                "stdout_path": stdout_path,
+                "stderr_path": stderr_path,
+                "reason": "" if exit_code == 0 else f"exit code {exit_code}",
+                "job_id": job_id,
+                "ph": placeholder_id,
+                "attempt": attempt,
+            },
         )
-        conn.execute(
-            update(PLACEHOLDERS)
-            .where(PLACEHOLDERS.c.id == placeholder_id)
-            .values(jobs_run=PLACEHOLDERS.c.jobs_run + 1, last_seen_at=now)
+        ok = res.rowcount == 1
+        _run(
+            conn,
+            self._sql.event,
+            {
+                "at": now,
+                "kind": ("done" if exit_code == 0 else "failed") if ok else "stale_complete",
+                "job_id": job_id,
+                "placeholder_id": placeholder_id,
+                "site": None,
+                "detail": f"exit {exit_code}" if ok else f"attempt {attempt} exit {exit_code}",
+            },
         )
+        if not ok:
+            return False
+        if count_run:
+            _run(conn, self._sql.ran, {"n": 1, "now": now, "ph": placeholder_id})
         if state == JobState.DONE:
-            conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id.in_(select(DEPS.c.job_id).where(DEPS.c.after_id == job_id)))
-                .values(pending_deps=JOBS.c.pending_deps - 1)
-            )
+            _run(conn, self._sql.release_deps, {"job_id": job_id})
         else:
             self._cascade_failure(conn, [job_id], now)
         return True
@@ -663,9 +667,14 @@ class Store:
         free: FreeResources | None = None,
         limit: int = 1,
         now: float | None = None,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+        release: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[list[bool], ClaimResult | None]:
-        """Completions (dicts with the :meth:`complete` arguments) and, if ``claim_site``, the next claim, in one
-        transaction: one round trip and one commit per finished job instead of two."""
+        """Completions (dicts with the :meth:`complete` arguments), jobs handed back unstarted (``release``:
+        dicts with ``job_id`` and ``attempt``, see :meth:`release`) and, if ``claim_site``, the next claim
+        (with ``ahead``/``whole`` as in :meth:`claim`), in one transaction: one round trip and one commit
+        per finished job (or batch of them) instead of two."""
         now = time.time() if now is None else now
         with self._tx() as conn:
             accepted = [
@@ -680,13 +689,52 @@ class Store:
                     r.get("stdout_path"),
                     r.get("stderr_path"),
                     now,
+                    count_run=False,
                 )
                 for r in results
             ]
+            if any(accepted):
+                _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
+                self._seen_at[placeholder_id] = now
+            if release:
+                self._release(conn, placeholder_id, release, now)
             claimed = None
             if claim_site is not None and free is not None:
-                claimed = self._claim(conn, claim_site, placeholder_id, free, limit, now, 2048)
+                claimed = self._claim(
+                    conn, claim_site, placeholder_id, free, limit, now, 2048, ahead=ahead, whole=whole
+                )
         return accepted, claimed
+
+    def release(self, placeholder_id: str, jobs: Sequence[Mapping[str, Any]], now: float | None = None) -> list[int]:
+        """Hand back jobs a placeholder claimed ahead but will not start (``job_id`` + ``attempt`` each).
+
+        They go back to the queue as if never claimed (the attempt is not counted). Only jobs this
+        placeholder holds in that attempt are touched; returns the ids put back.
+        """
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            return self._release(conn, placeholder_id, jobs, now)
+
+    def _release(
+        self, conn: Connection, placeholder_id: str, jobs: Sequence[Mapping[str, Any]], now: float
+    ) -> list[int]:
+        back: list[int] = []
+        for r in jobs:
+            job_id = int(r["job_id"])
+            params = {"job_id": job_id, "attempt": int(r["attempt"]), "ph": placeholder_id}
+            if _run(conn, self._sql.give_back, params).rowcount == 1:
+                back.append(job_id)
+        if back:
+            _run(
+                conn,
+                self._sql.event,
+                [
+                    {"at": now, "kind": "released", "job_id": j, "placeholder_id": placeholder_id, "site": None}
+                    | {"detail": "handed back unstarted"}
+                    for j in back
+                ],
+            )
+        return back
 
     def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
         names = dict(conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.id.in_(roots))).all())
@@ -1012,6 +1060,24 @@ def _licences(text: Any) -> dict[str, int]:
         return {}
     value = json.loads(text) if isinstance(text, str) else text
     return dict(value) if isinstance(value, dict) else {}
+
+
+def _run(conn: Connection, sql: str, params: Any = None) -> Any:
+    """Run one hot-path statement (:mod:`.statements`) on the DB-API cursor of ``conn``'s transaction.
+
+    The raw cursor skips SQLAlchemy's per-execution result set-up (building the result metadata was the
+    largest cost left once statements were pre-built); the transaction is still ``conn``'s."""
+    cur = conn.connection.cursor()
+    if isinstance(params, list):
+        cur.executemany(sql, params)
+    else:
+        cur.execute(sql, params if params is not None else {})
+    return cur
+
+
+def _charge(licences: dict[str, int], job: Job) -> None:
+    for name, count in (job.attrs.get("licences") or {}).items():
+        licences[name] = licences.get(name, 0) - count
 
 
 def _chunks(items: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:
