@@ -97,6 +97,9 @@ def placeholder(
     idle_exit: Annotated[float | None, typer.Option(help="Leave after this long with nothing ready.")] = None,
     linger: Annotated[bool, typer.Option("--linger", help="Keep polling when the queue is empty.")] = False,
     max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
+    prefetch: Annotated[
+        int, typer.Option(help="Most jobs claimed ahead while jobs run (only for jobs shorter than 50 ms); 0: none.")
+    ] = 8,
     policy: PolicyOpt = "fcfs",
     ssh: Annotated[
         str | None, typer.Option(help="Reach the metaqueue over SSH: [user@]host running the gateway (issue 9).")
@@ -150,6 +153,7 @@ def placeholder(
         idle_exit_s=idle_exit,
         linger=linger,
         max_wait_s=max_wait,
+        prefetch=prefetch,
     )
     state = agent.run()
     transport.close()

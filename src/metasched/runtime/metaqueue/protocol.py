@@ -11,6 +11,7 @@ import os
 import secrets
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,18 @@ class Transport(ABC):
     def hello(self, placeholder_id: str, site: str, host: str) -> float | None: ...
 
     @abstractmethod
-    def claim(self, placeholder_id: str, site: str, free: FreeResources, limit: int) -> ClaimResult: ...
+    def claim(
+        self,
+        placeholder_id: str,
+        site: str,
+        free: FreeResources,
+        limit: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+    ) -> ClaimResult:
+        """Up to ``limit`` jobs fitting ``free`` now, and up to ``ahead`` more to run next, each fitting
+        ``whole`` (the placeholder's size): see :meth:`metasched.runtime.metaqueue.store.Store.claim`."""
 
     @abstractmethod
     def heartbeat(self, placeholder_id: str) -> dict[int, int]: ...
@@ -56,11 +68,30 @@ class Transport(ABC):
     def bye(self, placeholder_id: str, state: str) -> None: ...
 
     def report(
-        self, placeholder_id: str, results: list[Completion], site: str, free: FreeResources | None, limit: int
+        self,
+        placeholder_id: str,
+        results: list[Completion],
+        site: str,
+        free: FreeResources | None,
+        limit: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+        release: Sequence[tuple[int, int]] = (),
     ) -> tuple[list[bool], ClaimResult | None]:
-        """Completions and, when ``free`` is given, the next claim (one round trip where the transport can)."""
+        """Completions, jobs handed back unstarted (``release``: ``(job_id, attempt)``) and, when ``free`` is
+        given, the next claim: one round trip (and one transaction) where the transport can."""
+        if release:
+            raise NotImplementedError(f"{type(self).__name__} cannot hand jobs back")
         accepted = self.complete(placeholder_id, results)
-        return accepted, (self.claim(placeholder_id, site, free, limit) if free is not None else None)
+        claimed = None
+        if free is not None:
+            claimed = self.claim(placeholder_id, site, free, limit, ahead=ahead, whole=whole)
+        return accepted, claimed
+
+    def wait_for_work(self, timeout_s: float) -> None:
+        """Block up to ``timeout_s`` while nothing has changed in the metaqueue (may return early)."""
+        time.sleep(timeout_s)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -75,8 +106,17 @@ class StoreTransport(Transport):
     def hello(self, placeholder_id: str, site: str, host: str) -> float | None:
         return self.store.placeholder_started(placeholder_id, site, host)
 
-    def claim(self, placeholder_id: str, site: str, free: FreeResources, limit: int) -> ClaimResult:
-        return self.store.claim(site, placeholder_id, free, limit=limit)
+    def claim(
+        self,
+        placeholder_id: str,
+        site: str,
+        free: FreeResources,
+        limit: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+    ) -> ClaimResult:
+        return self.store.claim(site, placeholder_id, free, limit=limit, ahead=ahead, whole=whole)
 
     def heartbeat(self, placeholder_id: str) -> dict[int, int]:
         return self.store.heartbeat(placeholder_id)
@@ -97,11 +137,30 @@ class StoreTransport(Transport):
         ]
 
     def report(
-        self, placeholder_id: str, results: list[Completion], site: str, free: FreeResources | None, limit: int
+        self,
+        placeholder_id: str,
+        results: list[Completion],
+        site: str,
+        free: FreeResources | None,
+        limit: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+        release: Sequence[tuple[int, int]] = (),
     ) -> tuple[list[bool], ClaimResult | None]:
         return self.store.report(
-            placeholder_id, [_result(r) for r in results], claim_site=site if free else None, free=free, limit=limit
+            placeholder_id,
+            [_result(r) for r in results],
+            claim_site=site if free else None,
+            free=free,
+            limit=limit,
+            ahead=ahead,
+            whole=whole,
+            release=[{"job_id": j, "attempt": a} for j, a in release],
         )
+
+    def wait_for_work(self, timeout_s: float) -> None:
+        self.store.wait_for_change(timeout_s)
 
     def bye(self, placeholder_id: str, state: str) -> None:
         self.store.update_placeholder(placeholder_id, state=state, ended_at=time.time())
@@ -134,18 +193,17 @@ class HttpTransport(Transport):
         wait = out.get("wait_s")
         return None if wait is None else float(wait)
 
-    def claim(self, placeholder_id: str, site: str, free: FreeResources, limit: int) -> ClaimResult:
-        out = self._post(
-            "/v1/claim",
-            {
-                "placeholder_id": placeholder_id,
-                "site": site,
-                "cpus": free.cpus,
-                "mem_mb": free.mem_mb,
-                "remaining_s": free.remaining_s,
-                "limit": limit,
-            },
-        )
+    def claim(
+        self,
+        placeholder_id: str,
+        site: str,
+        free: FreeResources,
+        limit: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+    ) -> ClaimResult:
+        out = self._post("/v1/claim", _claim_body(placeholder_id, site, free, limit, ahead, whole))
         return ClaimResult(out["action"], [ClaimedJob(**j) for j in out["jobs"]])
 
     def heartbeat(self, placeholder_id: str) -> dict[int, int]:
@@ -157,18 +215,22 @@ class HttpTransport(Transport):
         return [bool(a) for a in out["accepted"]]
 
     def report(
-        self, placeholder_id: str, results: list[Completion], site: str, free: FreeResources | None, limit: int
+        self,
+        placeholder_id: str,
+        results: list[Completion],
+        site: str,
+        free: FreeResources | None,
+        limit: int,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+        release: Sequence[tuple[int, int]] = (),
     ) -> tuple[list[bool], ClaimResult | None]:
         body: dict[str, Any] = {"placeholder_id": placeholder_id, "results": [_result(r) for r in results]}
+        if release:
+            body["release"] = [{"job_id": j, "attempt": a} for j, a in release]
         if free is not None:
-            body["claim"] = {
-                "placeholder_id": placeholder_id,
-                "site": site,
-                "cpus": free.cpus,
-                "mem_mb": free.mem_mb,
-                "remaining_s": free.remaining_s,
-                "limit": limit,
-            }
+            body["claim"] = _claim_body(placeholder_id, site, free, limit, ahead, whole)
         out = self._post("/v1/complete", body)
         claim = out.get("claim")
         return [bool(a) for a in out["accepted"]], (
@@ -180,6 +242,22 @@ class HttpTransport(Transport):
 
     def close(self) -> None:
         self.client.close()
+
+
+def _claim_body(
+    placeholder_id: str, site: str, free: FreeResources, limit: int, ahead: int, whole: FreeResources | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "placeholder_id": placeholder_id,
+        "site": site,
+        "cpus": free.cpus,
+        "mem_mb": free.mem_mb,
+        "remaining_s": free.remaining_s,
+        "limit": limit,
+    }
+    if ahead > 0 and whole is not None:
+        body.update(ahead=ahead, whole_cpus=whole.cpus, whole_mem_mb=whole.mem_mb)
+    return body
 
 
 def _result(r: Completion) -> dict[str, Any]:

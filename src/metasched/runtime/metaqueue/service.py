@@ -39,10 +39,19 @@ class Hello(BaseModel):
 class ClaimRequest(BaseModel):
     placeholder_id: str
     site: str
-    cpus: int = Field(1, ge=1)
+    cpus: int = Field(1, ge=0, description="cpus free now (0: only jobs ahead are wanted)")
     mem_mb: int = Field(0, ge=0)
     remaining_s: float | None = None
-    limit: int = Field(1, ge=1, le=1000, description="how many jobs at most (batch claim)")
+    limit: int = Field(1, ge=0, le=1000, description="how many jobs at most to start now (batch claim)")
+    ahead: int = Field(0, ge=0, le=1000, description="also up to this many jobs to run next (prefetch)")
+    whole_cpus: int = Field(1, ge=1, description="the placeholder's size, which each job ahead must fit")
+    whole_mem_mb: int = Field(0, ge=0)
+
+    def free(self) -> FreeResources:
+        return FreeResources(self.cpus, self.mem_mb, self.remaining_s)
+
+    def whole(self) -> FreeResources:
+        return FreeResources(self.whole_cpus, self.whole_mem_mb, self.remaining_s)
 
 
 class ClaimedJobOut(BaseModel):
@@ -81,9 +90,15 @@ class Result(BaseModel):
     stderr_path: str | None = None
 
 
+class Release(BaseModel):
+    job_id: int
+    attempt: int
+
+
 class CompleteRequest(BaseModel):
     placeholder_id: str
     results: list[Result]
+    release: list[Release] = Field([], description="prefetched jobs handed back unstarted (attempt not counted)")
     claim: ClaimRequest | None = Field(None, description="claim the next job(s) in the same transaction")
 
 
@@ -145,8 +160,7 @@ def create_app(
     @app.post("/v1/claim", dependencies=deps, response_model=ClaimResponse)
     def claim(req: ClaimRequest) -> ClaimResponse:
         """Up to ``limit`` ready jobs that fit the free resources, with a lease; or wait / exit."""
-        free = FreeResources(req.cpus, req.mem_mb, req.remaining_s)
-        res = store.claim(req.site, req.placeholder_id, free, limit=req.limit)
+        res = store.claim(req.site, req.placeholder_id, req.free(), limit=req.limit, ahead=req.ahead, whole=req.whole())
         return ClaimResponse(action=res.action, jobs=[ClaimedJobOut(**j.as_dict()) for j in res.jobs])
 
     @app.post("/v1/heartbeat", dependencies=deps, response_model=HeartbeatResponse)
@@ -163,8 +177,11 @@ def create_app(
             req.placeholder_id,
             [r.model_dump() for r in req.results],
             claim_site=c.site if c else None,
-            free=FreeResources(c.cpus, c.mem_mb, c.remaining_s) if c else None,
+            free=c.free() if c else None,
             limit=c.limit if c else 1,
+            ahead=c.ahead if c else 0,
+            whole=c.whole() if c else None,
+            release=[r.model_dump() for r in req.release],
         )
         return CompleteResponse(
             accepted=accepted,

@@ -9,6 +9,16 @@ Never two runs of one job at once: a child is killed as soon as a heartbeat says
 longer ours, and also when no heartbeat has succeeded for ``lease_s - margin`` seconds (the server
 may already have handed the job to another placeholder: we fence ourselves before the lease ends).
 Children die with the agent (``PR_SET_PDEATHSIG``) so a ``kill -9`` of the agent stops its jobs.
+
+Prefetch (short jobs): while jobs run, the agent also claims the next few (*ahead*), so that when a
+child ends the next one starts at once and the report (with the next claim) overlaps its run. How
+many: enough to cover ``prefetch_s`` of work at the measured mean run time, at most ``prefetch``; none
+for jobs longer than ``prefetch_s`` (a long job's successor is better left to an idle placeholder).
+A prefetched job is leased to this placeholder and ``running`` in the metaqueue: nobody else gets
+it; it is started only while its lease is surely ours (claimed or heartbeat-renewed less than
+``lease_s - margin`` ago), dropped when a heartbeat says it is no longer ours, handed back (release,
+attempt not counted) when it no longer fits the wall time or the placeholder leaves, and back in
+the queue by lease expiry if the placeholder dies.
 """
 
 from __future__ import annotations
@@ -18,12 +28,16 @@ import ctypes
 import logging
 import os
 import queue
+import select
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +67,7 @@ _SETPRIV: list[str] | None = None
 def _job_argv(command: str) -> tuple[list[str], bool]:
     """argv for a job and whether a ``preexec_fn`` is needed. util-linux ``setpriv --pdeathsig`` gives the
     same parent-death signal without a ``preexec_fn``, which would force a slow fork of this process
-    instead of a vfork (twice as slow per job on a loaded machine)."""
+    instead of a vfork (twice as slow per job on a loaded machine). Used only without a :class:`_Watchdog`."""
     global _SETPRIV
     if _SETPRIV is None:
         path = shutil.which("setpriv")
@@ -63,8 +77,204 @@ def _job_argv(command: str) -> tuple[list[str], bool]:
                 ok = "pdeathsig" in subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
         _SETPRIV = [path, "--pdeathsig", "KILL"] if path and ok else []
     if _SETPRIV:
-        return [*_SETPRIV, "/bin/bash", "-c", command], False
-    return ["/bin/bash", "-c", command], True
+        return [*_SETPRIV, *shell_argv(command)], False
+    return shell_argv(command), True
+
+
+# GNU make's fast path (job.c, construct_command_argv_internal): a recipe line with none of these
+# characters, whose first word is not a shell builtin or keyword, is run directly, without a shell.
+# Same result, one exec (and one bash start-up, ~1 ms) fewer per job.
+_SHELL_CHARS = frozenset("#;\\\"'<>|&*?[]{}()$`~!=\n\t%^")
+# Bash builtins and keywords (GNU make's list, plus bash's own, plus those whose builtin may differ from
+# the program of the same name: echo, printf, kill, pwd, test). ``true`` and ``false`` are not here: the
+# programs are the builtins' exact twins, as make also assumes.
+_SHELL_WORDS = frozenset(
+    (
+        ".",
+        ":",
+        "[",
+        "[[",
+        "]]",
+        "{",
+        "}",
+        "alias",
+        "bg",
+        "bind",
+        "break",
+        "builtin",
+        "caller",
+        "case",
+        "cd",
+        "command",
+        "compgen",
+        "complete",
+        "continue",
+        "coproc",
+        "declare",
+        "dirs",
+        "disown",
+        "do",
+        "done",
+        "echo",
+        "elif",
+        "else",
+        "enable",
+        "esac",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "fc",
+        "fg",
+        "fi",
+        "for",
+        "function",
+        "getopts",
+        "hash",
+        "help",
+        "history",
+        "if",
+        "in",
+        "jobs",
+        "kill",
+        "let",
+        "local",
+        "logout",
+        "mapfile",
+        "popd",
+        "printf",
+        "pushd",
+        "pwd",
+        "read",
+        "readarray",
+        "readonly",
+        "return",
+        "select",
+        "set",
+        "shift",
+        "shopt",
+        "source",
+        "suspend",
+        "test",
+        "then",
+        "time",
+        "times",
+        "trap",
+        "type",
+        "typeset",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    )
+)
+
+
+def shell_argv(command: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """``bash -c COMMAND``, or the command's words when bash would only split and exec them.
+
+    Invariant: the direct form is used only for a command with no quoting, expansion, redirection,
+    globbing or control character and whose first word is a program on ``PATH`` (not a builtin,
+    keyword or function), where bash itself would exec ``PATH``'s program with those words.
+    """
+    words = command.split()
+    search = (env if env is not None else os.environ).get("PATH", "")
+    if (
+        words
+        and not _SHELL_CHARS.intersection(command)
+        and words[0] not in _SHELL_WORDS
+        and "/" not in words[0]
+        # A relative PATH entry would be looked up from the job's directory, not ours: leave it to bash.
+        and all(d.startswith("/") for d in search.split(os.pathsep))
+    ):
+        path = _which(words[0], search)
+        if path is not None:
+            return [path, *words[1:]]
+    return ["/bin/bash", "-c", command]
+
+
+_WHICH: dict[tuple[str, str], str | None] = {}
+
+
+def _which(program: str, search: str) -> str | None:
+    key = (program, search)
+    if key not in _WHICH:
+        if len(_WHICH) > 10_000:
+            _WHICH.clear()
+        _WHICH[key] = shutil.which(program, path=search)
+    return _WHICH[key]
+
+
+_WATCHDOG_SCRIPT = """
+import os, signal, time
+live, buf = set(), b""
+while True:
+    chunk = os.read(0, 65536)
+    if not chunk:
+        break
+    buf += chunk
+    *lines, buf = buf.split(b"\\n")
+    for line in lines:
+        op, pid = line.split()
+        (live.add if op == b"+" else live.discard)(int(pid))
+    time.sleep(0.05)  # wake at most 20 times a second, however fast jobs start
+for pid in live:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class _Watchdog:
+    """A small helper process that kills the agent's running jobs (their process groups) when the agent dies.
+
+    It reads ``+ PID`` / ``- PID`` lines on a pipe; the pipe ends (EOF) when the agent exits for any
+    reason, ``kill -9`` included, and it then kills every process group still listed. This replaces a
+    parent-death signal per job (``setpriv --pdeathsig``: one more exec per job) and also reaches the
+    jobs' own children.
+    """
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _WATCHDOG_SCRIPT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None
+        self.fd = self.proc.stdin.fileno()
+        self.gone: list[int] = []
+
+    def started(self, pid: int) -> None:
+        """Say at once (one small write) that ``pid`` leads a job's process group; ended ones ride along."""
+        msg = "".join(f"- {p}\n" for p in self.gone) + f"+ {pid}\n"
+        self.gone.clear()
+        with contextlib.suppress(OSError):
+            os.write(self.fd, msg.encode())
+
+    def ended(self, pid: int) -> None:
+        # No hurry: killing a group that has already ended is harmless (until its pid is reused, much later).
+        self.gone.append(pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+@dataclass(slots=True)
+class _Ahead:
+    """A prefetched job: leased to us, not started. ``safe_until``: local instant its lease is surely ours."""
+
+    job: ClaimedJob
+    safe_until: float
 
 
 @dataclass(slots=True)
@@ -97,6 +307,8 @@ class Agent:
         max_wait_s: float = 1.0,
         give_up_s: float = 300.0,
         linger: bool = False,
+        prefetch: int = 8,
+        prefetch_s: float = 0.05,
     ):
         self.t = transport
         self.site = site
@@ -118,10 +330,21 @@ class Agent:
         self.started_at = time.time()
         self.runs: dict[int, _Run] = {}
         self.finished: queue.Queue[int] = queue.Queue()
+        #: Children are waited for on pidfds in the main loop (no thread per job) where Linux has them.
+        self._poll = select.poll() if hasattr(os, "pidfd_open") and hasattr(select, "poll") else None
+        self._pidfds: dict[int, int] = {}
+        self._watchdog: _Watchdog | None = None
         self.pending: list[Completion] = []
         self.last_heartbeat_ok = time.time()
         self.last_contact = time.time()
         self.jobs_run = 0
+        self.prefetch = prefetch
+        self.prefetch_s = prefetch_s
+        #: Prefetched jobs in the order to start them, and jobs to hand back at the next report.
+        self.ahead: deque[_Ahead] = deque()
+        self.to_release: list[tuple[int, int]] = []
+        #: Moving mean of this placeholder's job run times (s); ``None`` before the first.
+        self.mean_run_s: float | None = None
 
     def remaining_s(self, now: float) -> float | None:
         if self.wall_time_s is None:
@@ -147,7 +370,10 @@ class Agent:
         now = time.time()
         try:
             with open(out, "wb") as fo, open(err, "wb") as fe:
-                argv, needs_preexec = _job_argv(job.command)
+                if self._watchdog is not None:
+                    argv, needs_preexec = shell_argv(job.command, env), False
+                else:
+                    argv, needs_preexec = _job_argv(job.command)
                 proc = subprocess.Popen(
                     argv,
                     cwd=job.cwd or None,
@@ -164,6 +390,17 @@ class Agent:
             return
         run = _Run(job, proc, now, out, err)
         self.runs[job.job_id] = run
+        if self._watchdog is not None:
+            self._watchdog.started(proc.pid)
+        if self._poll is not None:
+            try:
+                fd = os.pidfd_open(proc.pid)
+            except OSError:  # an old kernel: fall back to a thread per job from now on
+                self._poll = None
+            else:
+                self._pidfds[fd] = job.job_id
+                self._poll.register(fd, select.POLLIN)
+                return
         threading.Thread(target=self._reap, args=(run,), daemon=True).start()
 
     def _reap(self, run: _Run) -> None:
@@ -180,36 +417,78 @@ class Agent:
 
     def _collect(self, block_s: float) -> None:
         """Move finished children to the pending reports (waiting up to ``block_s`` for the first)."""
+        if self._pidfds and self._poll is not None:
+            ready = self._poll.poll(max(0.0, block_s) * 1000)
+            ended = []
+            for fd, _ in ready:
+                ended.append(self._pidfds.pop(fd))
+                self._poll.unregister(fd)
+                os.close(fd)
+            for jid in ended:
+                run = self.runs.get(jid)
+                if run is not None:
+                    run.proc.wait()
+                    self.finished.put(jid)
+            block_s = 0.0
         try:
             jid = self.finished.get(timeout=block_s) if block_s > 0 else self.finished.get_nowait()
         except queue.Empty:
             return
         while True:
             run = self.runs.pop(jid, None)
+            if run is not None and self._watchdog is not None:
+                self._watchdog.ended(run.proc.pid)
             if run is not None and not run.killed:
                 code = run.proc.returncode
+                end = time.time()
                 self.pending.append(
                     Completion(
                         jid,
                         run.job.attempt,
                         code if code >= 0 else 128 - code,
                         run.start_at,
-                        time.time(),
+                        end,
                         run.stdout_path,
                         run.stderr_path,
                     )
                 )
+                took = end - run.start_at
+                self.mean_run_s = took if self.mean_run_s is None else 0.8 * self.mean_run_s + 0.2 * took
             try:
                 jid = self.finished.get_nowait()
             except queue.Empty:
                 return
 
-    def _report(self, free: FreeResources | None = None) -> ClaimResult | None:
-        """Send pending completions; with ``free``, claim the next work in the same round trip."""
-        if not self.pending:
+    def want_ahead(self) -> int:
+        """How many jobs to hold prefetched: ``prefetch_s`` of work at the mean run time, at most ``prefetch``."""
+        if self.prefetch <= 0 or self.mean_run_s is None or self.mean_run_s >= self.prefetch_s:
+            return 0
+        return min(self.prefetch, max(1, int(self.prefetch_s / max(self.mean_run_s, 1e-4))))
+
+    def _report_due(self, now: float) -> bool:
+        """Whether to report now. While enough prefetched work is at hand, finished short jobs are
+        reported together (one transaction for several), but none waits longer than ``prefetch_s / 5``:
+        its dependents are waiting for the report."""
+        if not self.runs or len(self.ahead) <= self.want_ahead() // 2:
+            return True
+        return now - min(c.end_at for c in self.pending) >= self.prefetch_s / 5
+
+    def _report(self, free: FreeResources | None = None, ahead: int = 0) -> ClaimResult | None:
+        """Send pending completions and hand-backs; with ``free``, claim the next work in the same round trip."""
+        if not self.pending and not self.to_release:
             return None
+        sent_at = time.time()
         try:
-            accepted, claimed = self.t.report(self.id, self.pending, self.site, free, free.cpus if free else 1)
+            accepted, claimed = self.t.report(
+                self.id,
+                self.pending,
+                self.site,
+                free,
+                free.cpus if free else 1,
+                ahead=ahead,
+                whole=self._whole(free) if free else None,
+                release=self.to_release,
+            )
         except ConnectionError as exc:
             log.warning("report failed, will retry: %s", exc)
             return None
@@ -219,8 +498,58 @@ class Agent:
             else:
                 log.warning("job %s attempt %s: report refused (no longer ours)", c.job_id, c.attempt)
         self.pending = []
+        self.to_release = []
         self.last_contact = time.time()
+        self._take(claimed, sent_at)
         return claimed
+
+    def _claim(self, free: FreeResources, ahead: int) -> ClaimResult | None:
+        sent_at = time.time()
+        try:
+            res = self.t.claim(self.id, self.site, free, free.cpus, ahead=ahead, whole=self._whole(free))
+        except ConnectionError as exc:
+            log.warning("claim failed: %s", exc)
+            return None
+        self.last_contact = time.time()
+        self._take(res, sent_at)
+        return res
+
+    def _whole(self, free: FreeResources) -> FreeResources:
+        return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
+
+    def _take(self, res: ClaimResult | None, sent_at: float) -> None:
+        """Queue claimed jobs to start (in the order given); their lease is ours from ``sent_at`` at least."""
+        if res is None or res.action != "job":
+            return
+        for job in res.jobs:
+            self._learn_lease(job.lease_until - sent_at)
+            self.ahead.append(_Ahead(job, sent_at + self.lease_s - self._fence_s()))
+
+    def _fence_s(self) -> float:
+        return min(self.margin_s, self.lease_s / 3)
+
+    def _start_ahead(self, now: float, remaining: float | None, leaving: bool) -> int:
+        """Start prefetched jobs while they fit; hand back those that never will (wall time) or when leaving."""
+        started = 0
+        while self.ahead:
+            head = self.ahead[0]
+            job = head.job
+            if now >= head.safe_until:
+                # Not renewed in time: the metaqueue may already have given it to someone else. Forget it
+                # (the lease ends and it is requeued there).
+                log.warning("prefetched job %s dropped: its lease may have ended", job.job_id)
+                self.ahead.popleft()
+                continue
+            if leaving or (remaining is not None and (remaining <= 0 or (job.time_s > 0 and job.time_s > remaining))):
+                self.to_release.append((job.job_id, job.attempt))
+                self.ahead.popleft()
+                continue
+            if job.cpus > self.free_cpus():
+                break
+            self.ahead.popleft()
+            self._start(job)
+            started += 1
+        return started
 
     def _heartbeat(self, now: float) -> None:
         try:
@@ -233,6 +562,15 @@ class Agent:
         for jid, run in list(self.runs.items()):
             if held.get(jid) != run.job.attempt:
                 self._kill(run, "lease lost or job cancelled")
+        kept: deque[_Ahead] = deque()
+        for a in self.ahead:
+            if held.get(a.job.job_id) == a.job.attempt:
+                # Renewed by this heartbeat (sent at or after ``now``).
+                a.safe_until = max(a.safe_until, now + self.lease_s - self._fence_s())
+                kept.append(a)
+            else:
+                log.warning("prefetched job %s is no longer ours (lease lost or cancelled)", a.job.job_id)
+        self.ahead = kept
 
     def _learn_lease(self, lease_s: float) -> None:
         # The metaqueue's lease may be shorter than we were told: heartbeat often enough for it.
@@ -244,6 +582,19 @@ class Agent:
     def run(self) -> str:
         """Serve until EXIT or wall time; returns ``"done"``, ``"expired"`` or ``"failed"`` (metaqueue unreachable)."""
         host = socket.gethostname()
+        if self._watchdog is None:
+            try:
+                self._watchdog = _Watchdog()
+            except OSError as exc:
+                log.warning("no watchdog process (%s): jobs get a parent-death signal instead", exc)
+        try:
+            return self._serve(host)
+        finally:
+            if self._watchdog is not None:
+                self._watchdog.close()
+                self._watchdog = None
+
+    def _serve(self, host: str) -> str:
         while True:
             try:
                 self.t.hello(self.id, self.site, host)
@@ -263,7 +614,7 @@ class Agent:
         told_exit = False
         while True:
             now = time.time()
-            if self.runs and now - self.last_heartbeat_ok > self.lease_s - min(self.margin_s, self.lease_s / 3):
+            if self.runs and now - self.last_heartbeat_ok > self.lease_s - self._fence_s():
                 for run in list(self.runs.values()):
                     self._kill(run, "no heartbeat acknowledged within the lease: fencing")
             if now >= next_hb:
@@ -278,38 +629,41 @@ class Agent:
             out_of_time = remaining is not None and remaining <= 0
             if out_of_time:
                 state = "expired"
+            # Start what was prefetched first: the database round trip below then overlaps the run.
+            self._start_ahead(now, remaining, out_of_time or told_exit)
             free = self.free_cpus()
-            may_claim = not out_of_time and not told_exit and free > 0
+            can_claim = not out_of_time and not told_exit
+            want_now = free if can_claim and not self.ahead else 0
+            want_ahead = max(0, self.want_ahead() - len(self.ahead)) if can_claim else 0
+            wanted = FreeResources(free, self.mem_mb, remaining) if want_now or want_ahead else None
             res: ClaimResult | None = None
-            if self.pending:
-                res = self._report(FreeResources(free, self.mem_mb, remaining) if may_claim else None)
-                if self.pending:  # not delivered: retry before claiming more
-                    may_claim = False
-            elif may_claim:
-                try:
-                    res = self.t.claim(self.id, self.site, FreeResources(free, self.mem_mb, remaining), limit=free)
-                    self.last_contact = time.time()
-                except ConnectionError as exc:
-                    log.warning("claim failed: %s", exc)
-            if may_claim:
-                if res is not None and res.action == "job":
-                    for job in res.jobs:
-                        self._learn_lease(job.lease_until - now)
-                        self._start(job)
-                    next_hb = min(next_hb, now + self.heartbeat_s)
-                    wait_s = 0.01
-                    idle_since = None
-                    continue
-                if res is not None and res.action == "exit" and not self.runs and not self.linger:
+            if self.to_release or (self.pending and self._report_due(now)):
+                res = self._report(wanted, want_ahead)
+            elif wanted is not None and (want_now or len(self.ahead) <= self.want_ahead() // 2):
+                res = self._claim(wanted, want_ahead)
+            if res is not None and res.action == "job":
+                next_hb = min(next_hb, now + self.heartbeat_s)
+                wait_s = 0.01
+                idle_since = None
+                continue
+            if res is not None and not self.runs and not self.ahead:
+                if res.action == "exit" and not self.linger:
                     told_exit = True
-                if res is not None and res.action == "wait" and not self.runs:
+                if res.action == "wait":
                     idle_since = idle_since or now
                     if self.idle_exit_s is not None and now - idle_since > self.idle_exit_s:
                         told_exit = True
             if (told_exit or out_of_time) and not self.runs and not self.pending:
+                if self.ahead:  # hand them back first (next round)
+                    continue
                 break
-            # Sleep until a child ends (then claim again at once) or a backed-off retry is due.
-            self._collect(min(wait_s, max(0.0, next_hb - time.time())))
+            # Sleep until a child ends (then claim again at once), the metaqueue changes (idle), or a
+            # backed-off retry is due.
+            pause = min(wait_s, max(0.0, next_hb - time.time()))
+            if not self.runs and not self.ahead and not self.pending:
+                self.t.wait_for_work(pause)
+            else:
+                self._collect(pause)
             if not self.runs or self.free_cpus() > 0:
                 wait_s = min(self.max_wait_s, wait_s * 2)
         with contextlib.suppress(ConnectionError, PermissionError):
