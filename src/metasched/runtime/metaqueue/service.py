@@ -9,20 +9,26 @@ OpenAPI: ``/docs`` and ``/openapi.json`` (the token is needed for the protocol c
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import json
 import logging
+import queue
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any, cast
 
-from fastapi import Depends, FastAPI, HTTPException, status
+from fastapi import Depends, FastAPI, HTTPException, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue import dashboard
+from metasched.runtime.metaqueue.records import ClaimResult
 from metasched.runtime.metaqueue.store import Store
 
 log = logging.getLogger("metasched.server")
@@ -112,15 +118,108 @@ class Bye(BaseModel):
     state: str = "done"
 
 
+class GroupCommit:
+    """The claim path's database worker(s): requests queue here and are run many per transaction.
+
+    Why: with 100 placeholders asking at once, one transaction (and, on SQLite, one turn of the
+    single writer lock and one commit) per request was the bottleneck. A worker takes every request
+    waiting (up to ``max_batch``) and runs them in order in one transaction
+    (:meth:`Store.run_batch`); each request's answer is sent only after that commit. One worker on
+    SQLite (one writer anyway); ``workers`` on PostgreSQL, whose row locks (``SKIP LOCKED``) let
+    batches run side by side.
+    """
+
+    def __init__(self, store: Store, *, workers: int | None = None, max_batch: int = 64) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self.queue: queue.SimpleQueue[tuple[Callable[[Any, float], Any], asyncio.Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        n = workers if workers is not None else (4 if store.is_postgres else 1)
+        self.threads = [threading.Thread(target=self._work, name=f"group-commit-{i}", daemon=True) for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    async def run(self, call: Callable[[Any, float], Any]) -> Any:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.queue.put((call, fut))
+        return await fut
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.queue.put(None)
+
+    def _work(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            items = [item]
+            while len(items) < self.max_batch:
+                try:
+                    more = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self.queue.put(None)  # for the next round: stop after this batch
+                    break
+                items.append(more)
+            try:
+                results: list[Any] = self.store.run_batch([call for call, _ in items])
+            except Exception as exc:
+                results = [exc] * len(items)
+            for (_, fut), result in zip(items, results, strict=True):
+                fut.get_loop().call_soon_threadsafe(_settle, fut, result)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any) -> None:
+    if fut.cancelled():
+        return
+    if isinstance(result, Exception):
+        fut.set_exception(result)
+    else:
+        fut.set_result(result)
+
+
+def _claim_out(res: ClaimResult) -> dict[str, Any]:
+    return {"action": res.action, "jobs": [j.as_dict() for j in res.jobs]}
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with its ``$defs`` inlined (for ``openapi_extra`` of the lean routes)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return cast(dict[str, Any], inline(schema))
+
+
+def _body(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": _schema(model)}}}}
+
+
 def create_app(
     store: Store, token: str, *, expire_every_s: float | None = None, dashboard_token: str | None = None
 ) -> FastAPI:
     """The FastAPI application over ``store``; leases are expired every ``expire_every_s`` (default lease/4).
 
     The dashboard page is mounted too (``/dashboard``); ``dashboard_token`` opens its data read-only.
+    The two hot calls (claim, complete) are lean routes: the body is validated by pydantic from the
+    raw bytes, the answer is written as JSON directly, and the database work goes through a
+    :class:`GroupCommit`.
     """
     every = expire_every_s if expire_every_s is not None else max(0.2, store.lease_s / 4)
     stop = threading.Event()
+    commits: GroupCommit | None = None
 
     def expire_loop() -> None:
         while not stop.wait(every):
@@ -133,10 +232,13 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        nonlocal commits
         t = threading.Thread(target=expire_loop, name="lease-expiry", daemon=True)
         t.start()
+        commits = GroupCommit(store)
         yield
         stop.set()
+        commits.close()
 
     app = FastAPI(
         title="metasched metaqueue",
@@ -146,7 +248,8 @@ def create_app(
     )
     expected = token.encode()
 
-    def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
+    # async: a plain ``def`` dependency would cost every request a hop through the thread pool.
+    async def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
         if creds is None or not hmac.compare_digest(creds.credentials.encode(), expected):
             raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token")
 
@@ -157,38 +260,73 @@ def create_app(
         """A placeholder started; answers its queue wait when the site manager submitted it."""
         return {"wait_s": store.placeholder_started(req.placeholder_id, req.site, req.host)}
 
-    @app.post("/v1/claim", dependencies=deps, response_model=ClaimResponse)
-    def claim(req: ClaimRequest) -> ClaimResponse:
-        """Up to ``limit`` ready jobs that fit the free resources, with a lease; or wait / exit."""
-        res = store.claim(req.site, req.placeholder_id, req.free(), limit=req.limit, ahead=req.ahead, whole=req.whole())
-        return ClaimResponse(action=res.action, jobs=[ClaimedJobOut(**j.as_dict()) for j in res.jobs])
+    async def run(call: Callable[[Any, float], Any]) -> Any:
+        if commits is None:  # app used without its lifespan (no server loop): run it here
+            return await run_in_threadpool(lambda: store.run_batch([call])[0])
+        result = await commits.run(call)
+        return result
+
+    def bad_request(exc: ValidationError) -> Response:
+        return JSONResponse({"detail": exc.errors(include_url=False, include_context=False)}, status_code=422)
+
+    @app.post(
+        "/v1/claim",
+        dependencies=deps,
+        response_model=ClaimResponse,
+        openapi_extra=_body(ClaimRequest),
+    )
+    async def claim(request: Request) -> Response:
+        """Up to ``limit`` ready jobs that fit the free resources, with a lease; or wait / exit.
+        With ``ahead``: also up to that many jobs to run next (prefetch), each fitting ``whole_cpus``."""
+        try:
+            req = ClaimRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            return bad_request(exc)
+        res = await run(
+            lambda conn, now: store.claim_in(
+                conn, now, req.site, req.placeholder_id, req.free(), req.limit, ahead=req.ahead, whole=req.whole()
+            )
+        )
+        return Response(json.dumps(_claim_out(res)), media_type="application/json")
 
     @app.post("/v1/heartbeat", dependencies=deps, response_model=HeartbeatResponse)
     def heartbeat(req: PlaceholderRef) -> HeartbeatResponse:
         """Renew the leases of the placeholder's jobs."""
         return HeartbeatResponse(held=store.heartbeat(req.placeholder_id))
 
-    @app.post("/v1/complete", dependencies=deps, response_model=CompleteResponse)
-    def complete(req: CompleteRequest) -> CompleteResponse:
-        """Report finished runs (a report from a placeholder that no longer holds the job is refused: False);
-        with ``claim``, the next claim is answered too, in the same transaction."""
+    @app.post(
+        "/v1/complete",
+        dependencies=deps,
+        response_model=CompleteResponse,
+        openapi_extra=_body(CompleteRequest),
+    )
+    async def complete(request: Request) -> Response:
+        """Report finished runs (a report from a placeholder that no longer holds the job is refused: False),
+        hand back prefetched jobs (``release``); with ``claim``, the next claim is answered too, in the same
+        transaction."""
+        try:
+            req = CompleteRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            return bad_request(exc)
         c = req.claim
-        accepted, claimed = store.report(
-            req.placeholder_id,
-            [r.model_dump() for r in req.results],
-            claim_site=c.site if c else None,
-            free=c.free() if c else None,
-            limit=c.limit if c else 1,
-            ahead=c.ahead if c else 0,
-            whole=c.whole() if c else None,
-            release=[r.model_dump() for r in req.release],
+        results = [r.model_dump() for r in req.results]
+        release = [r.model_dump() for r in req.release]
+        accepted, claimed = await run(
+            lambda conn, now: store.report_in(
+                conn,
+                now,
+                req.placeholder_id,
+                results,
+                c.site if c else None,
+                c.free() if c else None,
+                c.limit if c else 1,
+                ahead=c.ahead if c else 0,
+                whole=c.whole() if c else None,
+                release=release,
+            )
         )
-        return CompleteResponse(
-            accepted=accepted,
-            claim=ClaimResponse(action=claimed.action, jobs=[ClaimedJobOut(**j.as_dict()) for j in claimed.jobs])
-            if claimed
-            else None,
-        )
+        out = {"accepted": accepted, "claim": _claim_out(claimed) if claimed else None}
+        return Response(json.dumps(out), media_type="application/json")
 
     @app.post("/v1/bye", dependencies=deps)
     def bye(req: Bye) -> dict[str, bool]:

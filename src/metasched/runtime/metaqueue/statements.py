@@ -83,10 +83,13 @@ def _in(n: int) -> str:
 
 @lru_cache(maxsize=256)
 def _take(postgres: bool, n: int) -> str:
+    # SQLite: "+state" keeps its planner on the primary key; with "state" it walks ix_jobs_ready over every
+    # queued job for an IN list of two or more ids (7.5 ms for a 10-job claim with 30,000 queued).
+    state = "state" if postgres else "+state"
     sql = (
         "UPDATE jobs SET state = 'running', site = :site, placeholder_id = :ph, attempts = attempts + 1, "
         "lease_until = :lease, start_at = :now, end_at = NULL, exit_code = NULL, reason = '' "
-        f"WHERE id IN ({_in(n)}) AND state = 'queued' RETURNING {CLAIMED_COLUMNS}"
+        f"WHERE id IN ({_in(n)}) AND {state} = 'queued' RETURNING {CLAIMED_COLUMNS}"
     )
     return _NAME.sub(r"%(\1)s", sql) if postgres else sql
 

@@ -26,7 +26,7 @@ import statistics
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -717,33 +717,94 @@ class Store:
         if self._watch is not None:
             self._watch_version = self._data_version()
         with self._tx() as conn:
-            accepted = [
-                self._complete(
-                    conn,
-                    int(r["job_id"]),
-                    placeholder_id,
-                    int(r["attempt"]),
-                    int(r["exit_code"]),
-                    r.get("start_at"),
-                    r.get("end_at"),
-                    r.get("stdout_path"),
-                    r.get("stderr_path"),
-                    now,
-                    count_run=False,
-                )
-                for r in results
-            ]
-            if any(accepted):
-                _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
-                self._seen_at[placeholder_id] = now
-            if release:
-                self._release(conn, placeholder_id, release, now)
-            claimed = None
-            if claim_site is not None and free is not None:
-                claimed = self._claim(
-                    conn, claim_site, placeholder_id, free, limit, now, 2048, ahead=ahead, whole=whole
-                )
+            return self.report_in(
+                conn, now, placeholder_id, results, claim_site, free, limit, ahead=ahead, whole=whole, release=release
+            )
+
+    def report_in(
+        self,
+        conn: Connection,
+        now: float,
+        placeholder_id: str,
+        results: Sequence[Mapping[str, Any]],
+        claim_site: str | None = None,
+        free: FreeResources | None = None,
+        limit: int = 1,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+        release: Sequence[Mapping[str, Any]] = (),
+    ) -> tuple[list[bool], ClaimResult | None]:
+        """:meth:`report` inside the caller's transaction ``conn`` (see :meth:`run_batch`)."""
+        accepted = [
+            self._complete(
+                conn,
+                int(r["job_id"]),
+                placeholder_id,
+                int(r["attempt"]),
+                int(r["exit_code"]),
+                r.get("start_at"),
+                r.get("end_at"),
+                r.get("stdout_path"),
+                r.get("stderr_path"),
+                now,
+                count_run=False,
+            )
+            for r in results
+        ]
+        if any(accepted):
+            _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
+            self._seen_at[placeholder_id] = now
+        if release:
+            self._release(conn, placeholder_id, release, now)
+        claimed = None
+        if claim_site is not None and free is not None:
+            claimed = self._claim(conn, claim_site, placeholder_id, free, limit, now, 2048, ahead=ahead, whole=whole)
         return accepted, claimed
+
+    def claim_in(
+        self,
+        conn: Connection,
+        now: float,
+        site: str,
+        placeholder_id: str,
+        free: FreeResources,
+        limit: int = 1,
+        *,
+        ahead: int = 0,
+        whole: FreeResources | None = None,
+    ) -> ClaimResult:
+        """:meth:`claim` inside the caller's transaction ``conn`` (see :meth:`run_batch`)."""
+        return self._claim(conn, site, placeholder_id, free, limit, now, 2048, ahead=ahead, whole=whole)
+
+    def run_batch(self, calls: Sequence[Callable[[Connection, float], Any]]) -> list[Any]:
+        """Run several protocol calls (:meth:`claim_in`, :meth:`report_in` bound with their arguments) in ONE
+        transaction, in order: the server's group commit. Returns each call's result, or the exception it
+        raised.
+
+        Invariant: each call sees the effects of the calls before it (one writer: SQLite's lock, or
+        row locks on PostgreSQL), so two claims of one batch never get the same job; the batch commits
+        or rolls back whole. If anything fails, every call is run again alone in its own transaction
+        (so one bad request cannot fail the others, and none is applied twice: the failed batch left no
+        trace).
+        """
+        if not calls:
+            return []
+        try:
+            with self._tx() as conn:
+                now = time.time()
+                return [call(conn, now) for call in calls]
+        except Exception:
+            if len(calls) == 1:
+                raise
+        out: list[Any] = []
+        for call in calls:
+            try:
+                with self._tx() as conn:
+                    out.append(call(conn, time.time()))
+            except Exception as exc:
+                out.append(exc)
+        return out
 
     def release(self, placeholder_id: str, jobs: Sequence[Mapping[str, Any]], now: float | None = None) -> list[int]:
         """Hand back jobs a placeholder claimed ahead but will not start (``job_id`` + ``attempt`` each).
