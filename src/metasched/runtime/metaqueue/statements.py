@@ -49,6 +49,20 @@ class Statements:
             "stderr_path = :stderr_path, reason = :reason "
             "WHERE id = :job_id AND placeholder_id = :ph AND attempts = :attempt AND state = 'running'"
         )
+        #: PostgreSQL only: :attr:`finish`, its event and the release of the dependents in one statement
+        #: (data-modifying WITH: the dependents are other rows than the finished job). Returns 1 row if accepted.
+        self.finish_all = self._(
+            "WITH f AS (UPDATE jobs SET state = :state, exit_code = :exit_code, end_at = :end_at, "
+            "start_at = COALESCE(:start_at, start_at), lease_until = NULL, stdout_path = :stdout_path, "
+            "stderr_path = :stderr_path, reason = :reason "
+            "WHERE id = :job_id AND placeholder_id = :ph AND attempts = :attempt AND state = 'running' RETURNING id), "
+            "e AS (INSERT INTO events (at, kind, job_id, placeholder_id, detail) "
+            "SELECT :now, CASE WHEN EXISTS (SELECT 1 FROM f) THEN :kind ELSE 'stale_complete' END, :job_id, :ph, "
+            "CASE WHEN EXISTS (SELECT 1 FROM f) THEN :detail ELSE :stale_detail END), "
+            "d AS (UPDATE jobs SET pending_deps = pending_deps - 1 WHERE :state = 'done' "
+            "AND id IN (SELECT job_id FROM dependencies WHERE after_id IN (SELECT id FROM f))) "
+            "SELECT id FROM f"
+        )
         self.ran = self._("UPDATE placeholders SET jobs_run = jobs_run + :n, last_seen_at = :now WHERE id = :ph")
         self.release_deps = self._(
             "UPDATE jobs SET pending_deps = pending_deps - 1 "
@@ -91,7 +105,14 @@ def _take(postgres: bool, n: int) -> str:
         "lease_until = :lease, start_at = :now, end_at = NULL, exit_code = NULL, reason = '' "
         f"WHERE id IN ({_in(n)}) AND {state} = 'queued' RETURNING {CLAIMED_COLUMNS}"
     )
-    return _NAME.sub(r"%(\1)s", sql) if postgres else sql
+    if not postgres:
+        return sql
+    # PostgreSQL: the claim events are written by the same statement (a data-modifying WITH), one round trip.
+    sql = (
+        f"WITH t AS ({sql}), e AS (INSERT INTO events (at, kind, job_id, placeholder_id, site, detail) "
+        "SELECT :now, 'claim', id, :ph, :site, '' FROM t) SELECT * FROM t"
+    )
+    return _NAME.sub(r"%(\1)s", sql)
 
 
 def json_value(value: Any) -> Any:

@@ -435,14 +435,16 @@ class Store:
         lease = now + self.lease_s
         params = {"site": site, "ph": placeholder_id, "lease": lease, "now": now, **ids_params(chosen)}
         by_id = {r[0]: r for r in _run(conn, self._sql.take(len(chosen)), params).fetchall()}
-        _run(
-            conn,
-            self._sql.event,
-            [
-                {"at": now, "kind": "claim", "job_id": j, "placeholder_id": placeholder_id, "site": site, "detail": ""}
-                for j in chosen
-            ],
-        )
+        if not self.is_postgres:  # (PostgreSQL: written by the take statement itself)
+            _run(
+                conn,
+                self._sql.event,
+                [
+                    {"at": now, "kind": "claim", "job_id": j, "placeholder_id": placeholder_id, "site": site}
+                    | {"detail": ""}
+                    for j in chosen
+                ],
+            )
         self._seen(conn, placeholder_id, now)
         return ClaimResult(
             "job",
@@ -657,6 +659,30 @@ class Store:
         count_run: bool = True,
     ) -> bool:
         state = JobState.DONE if exit_code == 0 else JobState.FAILED
+        if self.is_postgres:
+            params = {
+                "state": str(state),
+                "exit_code": exit_code,
+                "end_at": end_at if end_at is not None else now,
+                "start_at": start_at,
+                "stdout_path": stdout_path,
+                "stderr_path": stderr_path,
+                "reason": "" if exit_code == 0 else f"exit code {exit_code}",
+                "job_id": job_id,
+                "ph": placeholder_id,
+                "attempt": attempt,
+                "now": now,
+                "kind": "done" if exit_code == 0 else "failed",
+                "detail": f"exit {exit_code}",
+                "stale_detail": f"attempt {attempt} exit {exit_code}",
+            }
+            if _run(conn, self._sql.finish_all, params).fetchone() is None:
+                return False
+            if count_run:
+                _run(conn, self._sql.ran, {"n": 1, "now": now, "ph": placeholder_id})
+            if state != JobState.DONE:
+                self._cascade_failure(conn, [job_id], now)
+            return True
         res = _run(
             conn,
             self._sql.finish,
