@@ -345,6 +345,9 @@ class Agent:
         self.to_release: list[tuple[int, int]] = []
         #: Moving mean of this placeholder's job run times (s); ``None`` before the first.
         self.mean_run_s: float | None = None
+        #: The last claim got fewer jobs than asked: ask for more ahead only with the next report, not alone
+        #: (an idle queue would otherwise cost a round trip per job).
+        self._thin = False
 
     def remaining_s(self, now: float) -> float | None:
         if self.wall_time_s is None:
@@ -500,6 +503,8 @@ class Agent:
         self.pending = []
         self.to_release = []
         self.last_contact = time.time()
+        if free is not None:
+            self._thin = claimed is None or len(claimed.jobs) < free.cpus + ahead
         self._take(claimed, sent_at)
         return claimed
 
@@ -511,6 +516,7 @@ class Agent:
             log.warning("claim failed: %s", exc)
             return None
         self.last_contact = time.time()
+        self._thin = len(res.jobs) < free.cpus + ahead
         self._take(res, sent_at)
         return res
 
@@ -639,7 +645,7 @@ class Agent:
             res: ClaimResult | None = None
             if self.to_release or (self.pending and self._report_due(now)):
                 res = self._report(wanted, want_ahead)
-            elif wanted is not None and (want_now or len(self.ahead) <= self.want_ahead() // 2):
+            elif wanted is not None and (want_now or (not self._thin and len(self.ahead) <= self.want_ahead() // 2)):
                 res = self._claim(wanted, want_ahead)
             if res is not None and res.action == "job":
                 next_hb = min(next_hb, now + self.heartbeat_s)
