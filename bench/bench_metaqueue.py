@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python bench/bench_metaqueue.py [--pg postgresql://...] [--jobs 2000] [--quick]
 
+0. the raw limit: ``seq N | xargs -P2 -n1 true`` (no queue at all), for scale;
 1. no-op jobs/s: N ``true`` jobs, 2 local placeholders, straight to the database (SQLite; PostgreSQL when
    --pg is given) and through the HTTP server (SQLite), from placeholder start to the last completion;
 2. a 1,000-job checkers lattice (widths 1..32..1 = 1,024 jobs) with 2 local placeholders, SQLite direct;
@@ -250,6 +251,10 @@ def main() -> None:
             super().append(row)
 
     rows = Rows()
+    # The floor on this machine at this instant: the same no-op jobs with no queue at all.
+    t0 = time.time()
+    subprocess.run(f"seq {args.jobs} | xargs -P2 -n1 true", shell=True, check=True)
+    rows.append((f"raw limit: xargs -P2 running {args.jobs} `true` (jobs/s)", f"{args.jobs / (time.time() - t0):.0f}"))
     rows.append(("no-op jobs/s, 2 placeholders, SQLite direct", f"{noop_rate(sqlite(), args.jobs, tmp, False):.0f}"))
     rows.append(("no-op jobs/s, 2 placeholders, server on SQLite", f"{noop_rate(sqlite(), args.jobs, tmp, True):.0f}"))
     if args.pg:

@@ -394,7 +394,10 @@ class Store:
         sites = sorted({site, *(world.sites if world else ())})
         # A prefix-stable policy (FCFS, completion-time) decides on the oldest ready jobs as it
         # would on all of them: start small. The others rank every ready job: give them the window.
-        size = max(8, 4 * (limit + ahead)) if self.policy.prefix_stable else min(window, RANKING_WINDOW)
+        # PostgreSQL locks every candidate read (FOR UPDATE SKIP LOCKED) until commit, and concurrent claims
+        # must skip them all: read just enough there (the loop widens if they do not fit).
+        first = max(1, limit + 2 * ahead) if self.is_postgres else max(8, 4 * (limit + ahead))
+        size = first if self.policy.prefix_stable else min(window, RANKING_WINDOW)
         while True:
             # Most claims are served by the first few ready jobs: look further only when they do not fit.
             cands = _run(conn, self._sql.ready, {"n": size}).fetchall()
