@@ -194,13 +194,16 @@ def sites_run(
     )
     import signal
 
-    def _stop(_sig: int, _frame: object) -> None:
-        raise KeyboardInterrupt
+    def _stop(sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(sig).name)
 
     signal.signal(signal.SIGTERM, _stop)
     try:
         manager.run(interval_s=interval, until_idle=until_idle)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        logging.getLogger("metasched.sites").warning(
+            "stopping on %s: cancelling this manager's placeholders", exc.args[0] if exc.args else "SIGINT"
+        )
         manager.shutdown()
     finally:
         manager.close()  # the SSH sites' master connections

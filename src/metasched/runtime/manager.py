@@ -512,8 +512,10 @@ class SiteManager:
             while True:
                 self.tick()
                 if until_idle and self.is_idle():
+                    log.info("no job queued or running: stopping (--until-idle)")
                     break
                 if max_s is not None and time.time() - t0 > max_s:
+                    log.info("ran for %.0f s: stopping", max_s)
                     break
                 time.sleep(interval_s)
         finally:
