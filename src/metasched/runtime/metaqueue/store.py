@@ -47,9 +47,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 
 from metasched.model.job import Job
+from metasched.model.licence import free_copies, held
 from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
-from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
+from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, LicenceRow, PlaceholderRow, SiteRow
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
 from metasched.runtime.metaqueue.states import BROKEN, JobState
 
@@ -60,6 +61,9 @@ DEPS = cast(Table, DependencyRow.__table__)
 EVENTS = cast(Table, EventRow.__table__)
 PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
+LICENCES = cast(Table, LicenceRow.__table__)
+#: Job states whose job holds its licences (handed out and not finished: running or leased).
+HOLDS_LICENCES = (JobState.RUNNING,)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 _SQLITE_LOCKS: dict[str, threading.RLock] = {}
@@ -68,7 +72,7 @@ DEFAULT_LEASE_S = 60.0
 #: How many of the oldest ready jobs a ranking claim policy (not ``prefix_stable``) sees per claim.
 RANKING_WINDOW = RANKING_WINDOW_JOBS
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 
 def metasched_home() -> Path:
@@ -367,7 +371,7 @@ class Store:
                     attrs["deadline"] = r.deadline_at
                 ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
             if any(lic):
-                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
+                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._licence_guard(conn, site))
             chosen = self.policy.select(ready, site, free, now, limit, world)
             if len(chosen) >= limit or len(cands) < size or size >= window or not self.policy.prefix_stable:
                 break
@@ -528,15 +532,85 @@ class Store:
                 self._kinds.clear()
         return kind
 
-    def _free_licences(self, conn: Connection, site: str) -> dict[str, int]:
-        row = conn.execute(select(SITES.c.licences).where(SITES.c.name == site)).first()
-        total: dict[str, int] = dict(row.licences) if row and row.licences else {}
-        for (lic,) in conn.execute(
-            select(JOBS.c.licences).where(JOBS.c.state == JobState.RUNNING, JOBS.c.site == site)
-        ):
-            for name, count in (lic or {}).items():
-                total[name] = total.get(name, 0) - count
-        return total
+    def _licence_guard(self, conn: Connection, site: str) -> dict[str, int]:
+        """The licence copies a claim at ``site`` may hand out, locked until this transaction ends.
+
+        The combination rule of site and global limits is :func:`~metasched.model.licence.free_copies`;
+        copies are held by jobs in :data:`HOLDS_LICENCES` at any site. Why concurrent claims cannot
+        overshoot: on SQLite every claim runs under ``BEGIN IMMEDIATE`` (one writer, so the counts
+        cannot change before this claim commits). On PostgreSQL the claim first locks every global
+        licence row (in name order, so two claims never wait on each other crosswise) and then the
+        asking site's row, ``FOR UPDATE``; a second claim that may hand out a licence waits there
+        until the first commits, and its count (a new statement, so at READ COMMITTED a new
+        snapshot) then sees the jobs the first handed out. Claims whose candidates need no licence
+        never come here and take no lock.
+        """
+        glob_q = select(LICENCES.c.name, LICENCES.c.copies).order_by(LICENCES.c.name)
+        site_q = select(SITES.c.licences).where(SITES.c.name == site)
+        if self.is_postgres:
+            glob_q = glob_q.with_for_update()
+            site_q = site_q.with_for_update()
+        global_caps = {name: copies for name, copies in conn.execute(glob_q)}
+        row = conn.execute(site_q).first()
+        site_caps: dict[str, int] = dict(row.licences) if row and row.licences else {}
+        here: list[dict[str, int]] = []
+        everywhere: list[dict[str, int]] = []
+        for at, text in conn.execute(select(JOBS.c.site, _LICENCES_TEXT).where(JOBS.c.state.in_(HOLDS_LICENCES))):
+            lic = _licences(text)
+            if lic:
+                everywhere.append(lic)
+                if at == site:
+                    here.append(lic)
+        return free_copies(site_caps, global_caps, held(here), held(everywhere))
+
+    def licence_usage(self) -> list[dict[str, Any]]:
+        """Each licence's limits and use: ``name``, global ``copies`` (None: no global limit),
+        ``held`` (copies held anywhere) and ``sites`` (``{site: [held, cap or None]}``)."""
+        with self.engine.connect() as conn:
+            global_caps = {n: c for n, c in conn.execute(select(LICENCES.c.name, LICENCES.c.copies))}
+            site_caps = {n: dict(lic or {}) for n, lic in conn.execute(select(SITES.c.name, SITES.c.licences))}
+            use: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+            for at, text in conn.execute(select(JOBS.c.site, _LICENCES_TEXT).where(JOBS.c.state.in_(HOLDS_LICENCES))):
+                for name, count in _licences(text).items():
+                    use[name][at or "?"] += int(count)
+        names = sorted({*global_caps, *use, *(n for caps in site_caps.values() for n in caps)})
+        out = []
+        for name in names:
+            per_site = {
+                s: [use[name].get(s, 0), caps.get(name)]
+                for s, caps in sorted(site_caps.items())
+                if name in caps or use[name].get(s)
+            }
+            for s, n in use[name].items():
+                per_site.setdefault(s, [n, None])
+            out.append(
+                {"name": name, "copies": global_caps.get(name), "held": sum(use[name].values()), "sites": per_site}
+            )
+        return out
+
+    def set_licence(self, name: str, copies: int | None, now: float | None = None) -> None:
+        """Set (``copies`` >= 0) or remove (``None``) the global limit of licence ``name``."""
+        now = time.time() if now is None else now
+        if not name or not name.strip():
+            raise StoreError("licence name must not be empty")
+        if copies is not None and copies < 0:
+            raise StoreError(f"licence {name!r}: copies must be >= 0, got {copies}")
+        with self._tx() as conn:
+            if copies is None:
+                conn.execute(LICENCES.delete().where(LICENCES.c.name == name))
+            elif (
+                conn.execute(
+                    update(LICENCES).where(LICENCES.c.name == name).values(copies=copies, updated_at=now)
+                ).rowcount
+                == 0
+            ):
+                conn.execute(insert(LICENCES).values(name=name, copies=copies, updated_at=now))
+            self._event(conn, now, "licence", detail=f"{name}={'unset' if copies is None else copies}")
+
+    def licences(self) -> dict[str, int]:
+        """The global licence limits: ``{name: copies}``."""
+        with self.engine.connect() as conn:
+            return {n: c for n, c in conn.execute(select(LICENCES.c.name, LICENCES.c.copies).order_by(LICENCES.c.name))}
 
     def _seen(self, conn: Connection, placeholder_id: str, now: float) -> None:
         conn.execute(update(PLACEHOLDERS).where(PLACEHOLDERS.c.id == placeholder_id).values(last_seen_at=now))
