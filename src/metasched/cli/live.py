@@ -178,13 +178,16 @@ def sites_run(
 
     claim_policy(policy)
     os.environ["METASCHED_POLICY"] = policy
-    from metasched.runtime.manager import SiteManager, load_sites
+    from metasched.runtime.manager import SiteManager, load_licences, load_sites
     from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 
     _logging(verbose)
     try:
         configs = load_sites(config)
+        global_licences = load_licences(config)
         store = Store.open(db, lease_s=lease)
+        for name, copies in global_licences.items():
+            store.set_licence(name, copies)
     except StoreError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
