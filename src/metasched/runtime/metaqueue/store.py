@@ -156,6 +156,10 @@ class Store:
         self._waits: dict[str, float] | None = None
         self._waits_at = -math.inf
         self._kinds: dict[object, str] = {}
+        #: Ready-job cache of :meth:`_ready_jobs`: static columns by job id, and the built jobs per
+        #: (asking site, snapshot sites, estimates) with their shared estimates tables per kind.
+        self._ready_rows: dict[int, tuple[Any, ...]] = {}
+        self._ready_made: dict[tuple[object, ...], tuple[Estimates, dict[int, Job], dict[str, dict[str, float]]]] = {}
         with _SQLITE_LOCKS_GUARD:
             self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
@@ -329,51 +333,13 @@ class Store:
         size = max(8, 4 * limit) if self.policy.prefix_stable else min(window, RANKING_WINDOW)
         while True:
             # Most claims are served by the first few ready jobs: look further only when they do not fit.
-            q = (
-                select(
-                    JOBS.c.id,
-                    JOBS.c.submit_at,
-                    JOBS.c.cpus,
-                    JOBS.c.mem_mb,
-                    JOBS.c.time_s,
-                    _LICENCES_TEXT,
-                    JOBS.c.name,
-                    JOBS.c.command,
-                    JOBS.c.deadline_at,
-                    JOBS.c.user_class,
-                )
-                .where(JOBS.c.state == JobState.QUEUED, JOBS.c.pending_deps == 0)
-                .order_by(JOBS.c.id)
-                .limit(size)
-            )
-            if self.is_postgres:
-                q = q.with_for_update(skip_locked=True)
-            cands = conn.execute(q).all()
-            if not cands:
+            ready = self._ready_jobs(conn, site, sites, est, size)
+            if not ready:
                 break
-            lic = [_licences(r[5]) for r in cands]
-            ready = []
-            # One estimates table per kind, shared (read-only) by its jobs: policies memoise on it.
-            tables: dict[str, dict[str, float]] = {}
-            for i, r in enumerate(cands):
-                kind = self._kind(r.name, r.command)
-                table = tables.get(kind)
-                if table is None:
-                    table = tables[kind] = (
-                        {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
-                    )
-                # The user's --time is the limit; without one, the learned estimate here feeds the
-                # "fits my remaining wall time" check.
-                requested = r.time_s if r.time_s > 0 else table.get(site, 0.0)
-                attrs = {"mem_mb": r.mem_mb, "licences": lic[i], "kind": kind, "estimates": table}
-                attrs["user_class"] = r.user_class or "regular"
-                if r.deadline_at is not None:
-                    attrs["deadline"] = r.deadline_at
-                ready.append(Job(r.id, r.submit_at, requested, requested, r.cpus, attrs=attrs))
-            if any(lic):
+            if any(j.attrs["licences"] for j in ready):
                 free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._licence_guard(conn, site))
             chosen = self.policy.select(ready, site, free, now, limit, world)
-            if len(chosen) >= limit or len(cands) < size or size >= window or not self.policy.prefix_stable:
+            if len(chosen) >= limit or len(ready) < size or size >= window or not self.policy.prefix_stable:
                 break
             size = min(window, size * 8)
         if not chosen:
@@ -466,6 +432,68 @@ class Store:
             self._learned_at = clock
         return self._estimates
 
+    def _ready_jobs(self, conn: Connection, site: str, sites: Sequence[str], est: Estimates, size: int) -> list[Job]:
+        """The ``size`` oldest ready jobs (by id) as the claim policy sees them at ``site`` (see the module doc).
+
+        Locked like the candidates of a claim (``FOR UPDATE SKIP LOCKED`` on PostgreSQL). Only the
+        ids are read each time: a queued job's own columns never change, so its row is read once and
+        its :class:`Job` reused while the asking site, the sites of the snapshot and the estimates
+        are the same (policies never change their inputs, house rule zero). Jobs of a kind share one
+        estimates table (read-only): policies memoise on it.
+        """
+        ids = [r[0] for r in _raw(conn, _READY_IDS_PG if self.is_postgres else _READY_IDS_SQLITE, (size,))]
+        rows = self._ready_rows
+        missing = {jid for jid in ids if jid not in rows}
+        if missing:
+            if len(rows) > 50_000:
+                rows.clear()
+                self._ready_made.clear()
+            for chunk in _chunks(sorted(missing), 500):
+                for r in conn.execute(_READY_ROWS.where(JOBS.c.id.in_(chunk))):
+                    rows[r.id] = (
+                        r.submit_at,
+                        r.cpus,
+                        r.mem_mb,
+                        r.time_s,
+                        _licences(r.licences_text),
+                        self._kind(r.name, r.command),
+                        r.deadline_at,
+                        r.user_class or "regular",
+                        _params(r.params_text),
+                    )
+        key = (site, tuple(sites), id(est))
+        made = self._ready_made.get(key)
+        if made is None or made[0] is not est:
+            if len(self._ready_made) > 64:
+                self._ready_made.clear()
+            made = self._ready_made[key] = (est, {}, {})
+        _, jobs, tables = made
+        out = []
+        for jid in ids:
+            job = jobs.get(jid)
+            if job is None or jid in missing:
+                submit_at, cpus, mem_mb, time_s, lic, kind, deadline_at, user_class, params = rows[jid]
+                table = tables.get(kind)
+                if table is None:
+                    table = tables[kind] = (
+                        {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
+                    )
+                # The user's --time is the limit; without one, the learned estimate here feeds the
+                # "fits my remaining wall time" check.
+                requested = time_s if time_s > 0 else table.get(site, 0.0)
+                attrs = {"mem_mb": mem_mb, "licences": lic, "kind": kind, "estimates": table, "user_class": user_class}
+                if deadline_at is not None:
+                    attrs["deadline"] = deadline_at
+                if params:
+                    attrs["params"] = params
+                job = jobs[jid] = Job(jid, submit_at, requested, requested, cpus, attrs=attrs)
+            out.append(job)
+        if len(jobs) > 4 * max(size, RANKING_WINDOW):  # forget jobs no longer among the ready ones
+            keep = set(ids)
+            for jid in [j for j in jobs if j not in keep]:
+                del jobs[jid]
+        return out
+
     def _world(self, conn: Connection, asker: str, now: float, est: Estimates) -> ClaimWorld:
         """Every active placeholder but ``asker``, as claim policies see them (:class:`ClaimWorld`).
 
@@ -474,38 +502,36 @@ class Store:
         has waited longer than that, after as long again as it has waited (so a site whose
         placeholders never start stops holding jobs back).
         """
-        phs = conn.execute(
-            select(PLACEHOLDERS.c.id, PLACEHOLDERS.c.site, PLACEHOLDERS.c.state, PLACEHOLDERS.c.submitted_at).where(
-                PLACEHOLDERS.c.state.in_(["submitted", "queued", "running"])
-            )
-        ).all()
-        if not phs:
+        # One query (a placeholder with its running jobs, if any), on the driver's cursor: this runs
+        # in every claim of a planning policy.
+        rows = _raw(conn, _WORLD_SQL)
+        if not rows:
             return ClaimWorld({})
         busy: dict[str, float] = {}
-        for r in conn.execute(
-            select(
-                JOBS.c.placeholder_id, JOBS.c.site, JOBS.c.start_at, JOBS.c.time_s, JOBS.c.name, JOBS.c.command
-            ).where(JOBS.c.state == JobState.RUNNING)
-        ):
-            guess = est.estimate(self._kind(r.name, r.command), r.site) if r.site else None
-            end = (r.start_at or now) + (guess if guess is not None else r.time_s)
-            busy[r.placeholder_id] = max(busy.get(r.placeholder_id, end), end)
+        phs: dict[str, tuple[str, str, float]] = {}
+        for pid, ph_site, state, submitted_at, job_site, start_at, time_s, name, command in rows:
+            phs[pid] = (ph_site, state, submitted_at)
+            if time_s is None:  # no running job
+                continue
+            guess = est.estimate(self._kind(name, command), job_site) if job_site else None
+            end = (start_at or now) + (guess if guess is not None else time_s)
+            busy[pid] = max(busy.get(pid, end), end)
         waits = self._typical_waits(conn)
         idle: dict[str, int] = defaultdict(int)
         busy_until: dict[str, list[float]] = defaultdict(list)
         queued: dict[str, list[float]] = defaultdict(list)
-        for p in phs:
-            if p.id == asker:
+        for pid, (ph_site, state, submitted_at) in phs.items():
+            if pid == asker:
                 continue
-            if p.state == "running":
-                if p.id in busy:
-                    busy_until[p.site].append(busy[p.id])
+            if state == "running":
+                if pid in busy:
+                    busy_until[ph_site].append(busy[pid])
                 else:
-                    idle[p.site] += 1
+                    idle[ph_site] += 1
             else:
-                typical = waits.get(p.site, 0.0)
-                queued[p.site].append(max(p.submitted_at + typical, 2 * now - p.submitted_at))
-        names = sorted({p.site for p in phs})
+                typical = waits.get(ph_site, 0.0)
+                queued[ph_site].append(max(submitted_at + typical, 2 * now - submitted_at))
+        names = sorted({ph_site for ph_site, _, _ in phs.values()})
         return ClaimWorld(
             {n: SiteSlots(n, idle[n], tuple(sorted(busy_until[n])), tuple(sorted(queued[n]))) for n in names}
         )
@@ -1077,6 +1103,45 @@ class Store:
 
 
 _LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
+_PARAMS_TEXT = type_coerce(JOBS.c.params, Text).label("params_text")
+# The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query); on PostgreSQL locked
+# as a claim's candidates. Written for the driver: they run in every claim.
+_READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
+_READY_IDS_PG = (
+    "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+_WORLD_SQL = (
+    "SELECT p.id, p.site, p.state, p.submitted_at, j.site, j.start_at, j.time_s, j.name, j.command"
+    " FROM placeholders p LEFT JOIN jobs j ON j.placeholder_id = p.id AND j.state = 'running'"
+    " WHERE p.state IN ('submitted', 'queued', 'running')"
+)
+
+
+def _raw(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` run on the driver's own connection, inside ``conn``'s transaction (plain tuples)."""
+    return list(conn.connection.driver_connection.execute(sql, params).fetchall())  # type: ignore[union-attr]
+
+
+_READY_ROWS = select(
+    JOBS.c.id,
+    JOBS.c.submit_at,
+    JOBS.c.cpus,
+    JOBS.c.mem_mb,
+    JOBS.c.time_s,
+    _LICENCES_TEXT,
+    JOBS.c.name,
+    JOBS.c.command,
+    JOBS.c.deadline_at,
+    JOBS.c.user_class,
+    _PARAMS_TEXT,
+)
+
+
+def _params(text: Any) -> dict[str, float]:
+    if not text or text in ("null", "{}"):
+        return {}
+    value = json.loads(text) if isinstance(text, str) else text
+    return {str(k): float(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _licences(text: Any) -> dict[str, int]:
