@@ -101,6 +101,21 @@ class LicenceRow(Base):
     updated_at: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+class FormulaRow(Base):
+    """The user's run-time formula of a job kind (seconds, from the job's ``params``; migration 0003).
+
+    ``site`` is ``""`` for every site, else the one site it is for (preferred there). Preferred over
+    learned estimates wherever it can be evaluated (:mod:`metasched.model.formula`).
+    """
+
+    __tablename__ = "formulas"
+
+    kind: Mapped[str] = mapped_column(String(200), primary_key=True)
+    site: Mapped[str] = mapped_column(String(100), primary_key=True, default="")
+    expression: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
 class PlaceholderRow(Base):
     """A placeholder: what we submitted into a site's batch system (``batch_id`` is its id there)."""
 

@@ -46,11 +46,20 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 
+from metasched.model.formula import ExpressionFormula, FormulaError
 from metasched.model.job import Job
 from metasched.model.licence import free_copies, held
 from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
-from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, LicenceRow, PlaceholderRow, SiteRow
+from metasched.runtime.metaqueue.models import (
+    DependencyRow,
+    EventRow,
+    FormulaRow,
+    JobRow,
+    LicenceRow,
+    PlaceholderRow,
+    SiteRow,
+)
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
 from metasched.runtime.metaqueue.states import BROKEN, JobState
 
@@ -62,6 +71,7 @@ EVENTS = cast(Table, EventRow.__table__)
 PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
 LICENCES = cast(Table, LicenceRow.__table__)
+FORMULAS = cast(Table, FormulaRow.__table__)
 #: Job states whose job holds its licences (handed out and not finished: running or leased).
 HOLDS_LICENCES = (JobState.RUNNING,)
 
@@ -159,7 +169,12 @@ class Store:
         #: Ready-job cache of :meth:`_ready_jobs`: static columns by job id, and the built jobs per
         #: (asking site, snapshot sites, estimates) with their shared estimates tables per kind.
         self._ready_rows: dict[int, tuple[Any, ...]] = {}
-        self._ready_made: dict[tuple[object, ...], tuple[Estimates, dict[int, Job], dict[str, dict[str, float]]]] = {}
+        self._ready_made: dict[
+            tuple[object, ...], tuple[Estimates, object, dict[int, Job], dict[str, dict[str, float]]]
+        ] = {}
+        #: The user's run-time formulas, ``{kind: {site or "": formula}}``, re-read like the typical waits.
+        self._formulas: dict[str, dict[str, ExpressionFormula]] | None = None
+        self._formulas_at = -math.inf
         with _SQLITE_LOCKS_GUARD:
             self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
@@ -270,6 +285,7 @@ class Store:
                         "time_s": float(spec.time_s),
                         "deadline_at": None if spec.deadline_s is None else now + spec.deadline_s,
                         "user_class": spec.user_class,
+                        "params": dict(spec.params) or None,
                         "state": state,
                         "pending_deps": pending,
                         "attempts": 0,
@@ -461,13 +477,14 @@ class Store:
                         r.user_class or "regular",
                         _params(r.params_text),
                     )
-        key = (site, tuple(sites), id(est))
+        formulas = self._formula_map(conn)
+        key = (site, tuple(sites), id(est), id(formulas))
         made = self._ready_made.get(key)
-        if made is None or made[0] is not est:
+        if made is None or made[0] is not est or made[1] is not formulas:
             if len(self._ready_made) > 64:
                 self._ready_made.clear()
-            made = self._ready_made[key] = (est, {}, {})
-        _, jobs, tables = made
+            made = self._ready_made[key] = (est, formulas, {}, {})
+        _, _, jobs, tables = made
         out = []
         for jid in ids:
             job = jobs.get(jid)
@@ -478,8 +495,10 @@ class Store:
                     table = tables[kind] = (
                         {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
                     )
-                # The user's --time is the limit; without one, the learned estimate here feeds the
-                # "fits my remaining wall time" check.
+                if params and kind in formulas:  # the user's formula, where it can be evaluated
+                    table = _with_formulas(table, formulas[kind], params, sites)
+                # The user's --time is the limit; without one, the estimate here (the formula's, else
+                # the learned one) feeds the "fits my remaining wall time" check.
                 requested = time_s if time_s > 0 else table.get(site, 0.0)
                 attrs = {"mem_mb": mem_mb, "licences": lic, "kind": kind, "estimates": table, "user_class": user_class}
                 if deadline_at is not None:
@@ -492,6 +511,97 @@ class Store:
             keep = set(ids)
             for jid in [j for j in jobs if j not in keep]:
                 del jobs[jid]
+        return out
+
+    def _formula_map(self, conn: Connection) -> dict[str, dict[str, ExpressionFormula]]:
+        """The user's formulas by kind and site (``""``: every site), cached like the typical waits."""
+        clock = time.monotonic()
+        if self._formulas is None or clock - self._formulas_at >= min(self.learn_every_s, 5.0):
+            out: dict[str, dict[str, ExpressionFormula]] = {}
+            for kind, at, text in _raw(conn, "SELECT kind, site, expression FROM formulas"):
+                try:
+                    out.setdefault(kind, {})[at] = ExpressionFormula(text)
+                except FormulaError:  # refused when set; a hand-edited row must not stop claims
+                    continue
+            # keep the same object while nothing changed: the ready-job cache is keyed on it
+            if out != self._formulas:
+                self._formulas = out
+            self._formulas_at = clock
+        assert self._formulas is not None
+        return self._formulas
+
+    def set_formula(self, kind: str, expression: str | None, site: str = "", now: float | None = None) -> None:
+        """Set (or, with ``None``, remove) the run-time formula of ``kind`` at ``site`` (``""``: every site).
+
+        The formula is checked here (:class:`~metasched.model.formula.ExpressionFormula`: arithmetic
+        on the job's parameters only); an invalid one is refused with the reason.
+        """
+        now = time.time() if now is None else now
+        if not kind.strip():
+            raise StoreError("formula: the job kind must not be empty")
+        if expression is not None:
+            try:
+                ExpressionFormula(expression)
+            except FormulaError as exc:
+                raise StoreError(str(exc)) from None
+        with self._tx() as conn:
+            where = (FORMULAS.c.kind == kind) & (FORMULAS.c.site == site)
+            if expression is None:
+                conn.execute(FORMULAS.delete().where(where))
+            elif (
+                conn.execute(update(FORMULAS).where(where).values(expression=expression, updated_at=now)).rowcount == 0
+            ):
+                conn.execute(insert(FORMULAS).values(kind=kind, site=site, expression=expression, updated_at=now))
+            self._event(conn, now, "formula", detail=f"{kind}@{site or '*'}: {expression or 'unset'}")
+        self._formulas = None  # this process sees it at once
+
+    def formulas(self) -> list[dict[str, Any]]:
+        """The user's formulas with how well they did on the finished jobs that carried parameters.
+
+        Each: ``kind``, ``site`` (``""``: every site), ``expression``, ``runs`` (finished runs it
+        could be evaluated on) and ``error`` (their mean relative error |formula - actual| / actual,
+        ``None`` without runs), ``missing`` (runs lacking a parameter it names).
+        """
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(FORMULAS.c.kind, FORMULAS.c.site, FORMULAS.c.expression).order_by(
+                    FORMULAS.c.kind, FORMULAS.c.site
+                )
+            ).all()
+            done = conn.execute(
+                select(JOBS.c.name, JOBS.c.command, JOBS.c.site, JOBS.c.start_at, JOBS.c.end_at, _PARAMS_TEXT).where(
+                    JOBS.c.state == JobState.DONE, JOBS.c.start_at.is_not(None), JOBS.c.end_at.is_not(None)
+                )
+            ).all()
+        by_kind: dict[str, list[tuple[str, float, dict[str, float]]]] = defaultdict(list)
+        for r in done:
+            run = r.end_at - r.start_at
+            if run > 0:
+                by_kind[job_kind(r.name, r.command)].append((r.site or "", run, _params(r.params_text)))
+        out = []
+        for kind, at, text in rows:
+            f = ExpressionFormula(text)
+            errs, missing = [], 0
+            # a site's own formula is judged on that site's runs; a formula for every site on the
+            # runs at sites without their own
+            own = {s for k, s, _ in rows if k == kind and s}
+            for run_site, run, params in by_kind.get(kind, []):
+                if (at and run_site != at) or (not at and run_site in own):
+                    continue
+                try:
+                    errs.append(abs(f(params) - run) / run)
+                except FormulaError:
+                    missing += 1
+            out.append(
+                {
+                    "kind": kind,
+                    "site": at,
+                    "expression": text,
+                    "runs": len(errs),
+                    "error": sum(errs) / len(errs) if errs else None,
+                    "missing": missing,
+                }
+            )
         return out
 
     def _world(self, conn: Connection, asker: str, now: float, est: Estimates) -> ClaimWorld:
@@ -1135,6 +1245,32 @@ _READY_ROWS = select(
     JOBS.c.user_class,
     _PARAMS_TEXT,
 )
+
+
+def _with_formulas(
+    table: Mapping[str, float],
+    formulas: Mapping[str, ExpressionFormula],
+    params: Mapping[str, float],
+    sites: Sequence[str],
+) -> dict[str, float]:
+    """``table`` (learned estimates by site) with the user's formula where it applies and gives a positive value.
+
+    At each site the site's own formula is preferred, else the kind's formula for every site
+    (``""``); a formula that needs a parameter the job lacks, or gives a value <= 0, is skipped
+    (the learned estimate stays).
+    """
+    out = dict(table)
+    for s in sites:
+        f = formulas.get(s) or formulas.get("")
+        if f is None:
+            continue
+        try:
+            value = f(params)
+        except FormulaError:
+            continue
+        if value > 0:
+            out[s] = value
+    return out
 
 
 def _params(text: Any) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Global licence limits (copies active at once across all sites) and job parameters for estimate formulas.
+"""Global licence limits (copies active at once across all sites); job parameters and run-time formulas.
 
 Revision ID: 0003
 Revises: 0002
@@ -22,6 +22,13 @@ def upgrade() -> None:
         sa.Column("copies", sa.Integer, nullable=False),
         sa.Column("updated_at", sa.Float, nullable=False),
     )
+    op.create_table(
+        "formulas",
+        sa.Column("kind", sa.String(200), primary_key=True),
+        sa.Column("site", sa.String(100), primary_key=True),
+        sa.Column("expression", sa.Text, nullable=False),
+        sa.Column("updated_at", sa.Float, nullable=False),
+    )
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("params", sa.JSON, nullable=True))
 
@@ -29,4 +36,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("params")
+    op.drop_table("formulas")
     op.drop_table("licences")
