@@ -131,3 +131,20 @@ def test_formula_error_on_finished_runs_and_cli(tmp_path: Path) -> None:
     assert "10 * n" in res.output
     assert run.invoke(app, ["formula", "unset", "sim", "--db", url]).exit_code == 0
     assert run.invoke(app, ["formula", "unset", "sim", "--db", url]).exit_code == 2
+
+
+def test_ready_jobs_follow_newly_learned_estimates(tmp_path: Path) -> None:
+    """The store reuses a ready job's snapshot across claims, but not across new estimates."""
+    spy = Seen()
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", policy=spy, lease_s=1e9, learn_every_s=0.0)
+    store.submit([JobSpec("true", name="sim-1"), JobSpec("true", name="sim-2"), JobSpec("true", name="sim-3")], now=0)
+    (job,) = store.claim("A", "a0", FreeResources(1), now=1).jobs
+    assert [j.attrs["estimates"] for j in spy.shown] == [{}, {}, {}]
+    assert store.complete(job.job_id, "a0", job.attempt, 0, start_at=1, end_at=11, now=11)
+    store.claim("A", "a1", FreeResources(1), now=12)  # same asking site and sites: only the estimates changed
+    shown = [(j.job_id, j.attrs["estimates"], j.requested_time) for j in spy.shown]
+    assert shown == [
+        (2, {"A": pytest.approx(10.0)}, pytest.approx(10.0)),
+        (3, {"A": pytest.approx(10.0)}, pytest.approx(10.0)),
+    ]
+    store.close()
