@@ -459,11 +459,11 @@ class Store:
         """
         ids = [r[0] for r in _raw(conn, _READY_IDS_PG if self.is_postgres else _READY_IDS_SQLITE, (size,))]
         rows = self._ready_rows
+        if len(rows) > 50_000:  # forget the rows of jobs long gone from the queue
+            rows.clear()
+            self._ready_made.clear()
         missing = {jid for jid in ids if jid not in rows}
         if missing:
-            if len(rows) > 50_000:
-                rows.clear()
-                self._ready_made.clear()
             for chunk in _chunks(sorted(missing), 500):
                 for r in conn.execute(_READY_ROWS.where(JOBS.c.id.in_(chunk))):
                     rows[r.id] = (
