@@ -5,7 +5,7 @@ and 12 active placeholders (idle, busy, queued), then times ``Store.claim`` (eac
 transaction; the claimed job is completed at once so the queue stays at 1,000) under each policy,
 and, separately, the policy's ``select`` alone on the snapshot the store hands it.
 
-    PYTHONPATH=src python bench/bench_claim_policy.py [--claims 300]
+    PYTHONPATH=src python bench/bench_claim_policy.py [--claims 300] [--licences]
 """
 
 from __future__ import annotations
@@ -45,7 +45,12 @@ class Spy(ClaimPolicy):
         return out
 
 
-def setup(path: Path, policy: ClaimPolicy) -> Store:
+def spec(name: str, licences: bool) -> JobSpec:
+    """A no-op job; with ``licences``, every ``render`` job needs one copy of the global licence ``lm``."""
+    return JobSpec("true", name=name, licences={"lm": 1} if licences and name.startswith("render") else {})
+
+
+def setup(path: Path, policy: ClaimPolicy, licences: bool = False) -> Store:
     store = Store.open(f"sqlite:///{path}", policy=policy, lease_s=1e9, learn_every_s=float("inf"))
     # history: 30 done runs per (kind, site)
     kinds = list(BASE)
@@ -66,7 +71,11 @@ def setup(path: Path, policy: ClaimPolicy) -> Store:
                 t += 1
     for s in SITES:
         store.update_placeholder(f"h-{s}", state="done")
-    store.submit([JobSpec("true", name=f"{kinds[i % 3]}-{10_000 + i}") for i in range(1000)], now=t)
+    if licences:  # a global pool (50 copies) that the site also lists: the claim takes the licence locks
+        store.set_licence("lm", 50, now=t)
+        for s in SITES:
+            store.upsert_site(s, "local", {}, {"lm": 40}, now=t)
+    store.submit([spec(f"{kinds[i % 3]}-{10_000 + i}", licences) for i in range(1000)], now=t)
     for s in SITES:
         for i in range(4):
             pid = f"{s}-{i}"
@@ -75,13 +84,14 @@ def setup(path: Path, policy: ClaimPolicy) -> Store:
                 store.placeholder_started(pid, s, "h", now=t + 1)
     for s in SITES:  # one busy placeholder per site
         store.claim(s, f"{s}-1", FreeResources(1), now=t + 2)
-    store.submit([JobSpec("true", name=f"{kinds[i % 3]}-{20_000 + i}") for i in range(3)], now=t + 2)
+    store.submit([spec(f"{kinds[i % 3]}-{20_000 + i}", licences) for i in range(3)], now=t + 2)
     return store
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--claims", type=int, default=300)
+    ap.add_argument("--licences", action="store_true", help="a third of the jobs need a global licence")
     args = ap.parse_args()
     # One store per policy, claims taken round-robin (one per policy in turn), so every policy is
     # measured under the same machine load; CPU time (thread_time) is the figure least moved by load.
@@ -89,7 +99,7 @@ def main() -> None:
     runs = {}
     for key, cls in REGISTRY.items():
         spy = Spy(cls())
-        store = setup(Path(tmp.name) / f"{key}.db", spy)
+        store = setup(Path(tmp.name) / f"{key}.db", spy, args.licences)
         store.estimates()
         spy.times.clear()
         world_times: list[float] = []
@@ -112,7 +122,7 @@ def main() -> None:
             wall.append(time.perf_counter() - t)
             for j in res.jobs:  # keep 1,000 queued: complete and resubmit one
                 store.complete(j.job_id, "mid-0", j.attempt, 0, start_at=now, end_at=now + 1, now=now + 1)
-                store.submit([JobSpec("true", name=f"{job_kind(j.name, j.command)}-{100_000 + j.job_id}")], now=now + 1)
+                store.submit([spec(f"{job_kind(j.name, j.command)}-{100_000 + j.job_id}", args.licences)], now=now + 1)
         now += 2
     print(
         f"{'policy':16} {'claim min':>10} {'claim median':>13} {'CPU min':>9} {'CPU median':>11} {'select median':>14}"
