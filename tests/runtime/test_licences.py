@@ -63,18 +63,18 @@ def test_hand_worked_global_and_site_limits(lstore: Store) -> None:
 
 
 def test_pasquali_sees_the_global_count(lstore: Store) -> None:
-    # Pasquali's licence pressure: rho = ready jobs asking / copies free here. With the global
-    # limit of 1 copy held elsewhere, ``lic`` is critical (free 0) and nothing needing it is handed.
+    # Pasquali's licence pressure: rho = ready jobs asking / copies free here; critical when rho > 1
+    # (weight d x rho), else rho. Three ready jobs ask for ``lic``; A lists 3 copies, the global pool 1.
     lstore.policy = REGISTRY["pasquali"]()
     lstore.set_licence("lic", 1, now=0)
     lstore.upsert_site("A", "local", {}, {"lic": 3}, now=0)
-    lstore.upsert_site("B", "local", {}, {"lic": 3}, now=0)
-    lstore.submit([JobSpec("true", name="x1", licences={"lic": 1}), JobSpec("true", name="y1")], now=0)
-    lstore.submit([JobSpec("true", name="x2", licences={"lic": 1})], now=1)
-    # at A: one copy free, two ready jobs ask for it (rho 2 > 1, critical): the licence job first
+    lstore.submit([JobSpec("true", name=f"x{i}", licences={"lic": 1}) for i in (1, 2, 3)], now=0)
+    lstore.submit([JobSpec("true", name="g", user_class="gold")], now=1)
+    # global free 1: rho = 3 (critical, 3 points) beats gold (2 points)
     assert claim_names(lstore, "A", "a0", 2) == ["x1"]
-    assert claim_names(lstore, "B", "b0", 3) == ["y1"]  # B's own 3 copies do not matter: global 1 held
-    assert claim_names(lstore, "B", "b1", 4) == []
+    # no global limit: A's own copies, 3 - 1 held = 2 free for 2 asking: rho = 1, 1 point < gold's 2
+    lstore.set_licence("lic", None, now=3)
+    assert claim_names(lstore, "A", "a1", 4) == ["g"]
 
 
 # ------------------------------------------------------------------ concurrency
