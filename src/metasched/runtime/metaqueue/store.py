@@ -681,17 +681,14 @@ class Store:
         snapshot) then sees the jobs the first handed out. Claims whose candidates need no licence
         never come here and take no lock.
         """
-        glob_q = select(LICENCES.c.name, LICENCES.c.copies).order_by(LICENCES.c.name)
-        site_q = select(SITES.c.licences).where(SITES.c.name == site)
-        if self.is_postgres:
-            glob_q = glob_q.with_for_update()
-            site_q = site_q.with_for_update()
-        global_caps = {name: copies for name, copies in conn.execute(glob_q)}
-        row = conn.execute(site_q).first()
-        site_caps: dict[str, int] = dict(row.licences) if row and row.licences else {}
+        lock = " FOR UPDATE" if self.is_postgres else ""
+        # On the driver's cursor (this runs in every claim that may hand out a licence).
+        global_caps = {name: copies for name, copies in _raw(conn, _GLOBAL_LICENCES_SQL + lock)}
+        rows = _raw(conn, (_SITE_LICENCES_PG if self.is_postgres else _SITE_LICENCES_SQLITE) + lock, (site,))
+        site_caps = _licences(rows[0][0]) if rows else {}
         here: list[dict[str, int]] = []
         everywhere: list[dict[str, int]] = []
-        for at, text in conn.execute(select(JOBS.c.site, _LICENCES_TEXT).where(JOBS.c.state.in_(HOLDS_LICENCES))):
+        for at, text in _raw(conn, _HELD_LICENCES_SQL):
             lic = _licences(text)
             if lic:
                 everywhere.append(lic)
@@ -1219,6 +1216,14 @@ _PARAMS_TEXT = type_coerce(JOBS.c.params, Text).label("params_text")
 _READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
 _READY_IDS_PG = (
     "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+# The licence guard's reads: global limits (in name order: the lock order), the asking site's own, and
+# the licences held by jobs handed out and not finished.
+_GLOBAL_LICENCES_SQL = "SELECT name, copies FROM licences ORDER BY name"
+_SITE_LICENCES_SQLITE = "SELECT licences FROM sites WHERE name = ?"
+_SITE_LICENCES_PG = "SELECT licences FROM sites WHERE name = %s"
+_HELD_LICENCES_SQL = "SELECT site, licences FROM jobs WHERE state IN ({})".format(
+    ", ".join(f"'{state}'" for state in HOLDS_LICENCES)
 )
 _WORLD_SQL = (
     "SELECT p.id, p.site, p.state, p.submitted_at, j.site, j.start_at, j.time_s, j.name, j.command"
