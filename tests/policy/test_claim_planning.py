@@ -220,3 +220,56 @@ def test_shared_estimate_tables_decide_as_per_job_tables(
     by = {j.job_id: j for j in copies}
     expected = first_fit([by[j.job_id] for j in Efficacy().order(view, 0.0)], FreeResources(4), limit)
     assert EfficacyClaim().select(ready, "B", FreeResources(4), 0.0, limit, w) == expected
+
+
+_pasquali_jobs = st.lists(
+    st.tuples(
+        st.floats(0, 20),  # submit
+        st.sampled_from([0.0, 2.0, 10.0]),  # estimate here (0: none)
+        st.one_of(st.none(), st.floats(0, 60)),  # deadline
+        st.sampled_from(["regular", "silver", "gold", "GOLD"]),
+        st.sampled_from([{}, {"m": 1}, {"n": 1}, {"m": 1, "n": 1}]),
+    ),
+    min_size=1,
+    max_size=15,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_pasquali_jobs, st.dictionaries(st.sampled_from("mn"), st.integers(0, 3)), st.floats(0, 30))
+def test_pasquali_ranks_by_its_heuristics_per_job(specs: list, copies: dict[str, int], now: float) -> None:
+    """The vectorised ranking equals sorting by (-(class points + deadline + licence terms), submit, id)."""
+    from metasched.policy.claim import PasqualiClaim
+    from metasched.policy.meta.two_level_base import LsQueue
+
+    p = PasqualiClaim()
+    ready = []
+    for i, (submit, est, deadline, cls, lic) in enumerate(specs):
+        j = job(i, {"A": est} if est else {}, submit=submit)
+        j.attrs.update(user_class=cls, licences=dict(lic))
+        if deadline is not None:
+            j.attrs["deadline"] = deadline
+        ready.append(j)
+    free = FreeResources(len(ready), licences=copies)
+    # reference: the queue's columns one job at a time, the heuristics on the whole queue
+    names = sorted({n for j in ready for n in j.attrs["licences"]})
+    uses = np.array([[1.0 if n in j.attrs["licences"] else 0.0 for n in names] for j in ready]).reshape(
+        len(ready), len(names)
+    )
+    queued = uses.sum(axis=0).astype(np.int64)
+    q = LsQueue(
+        now=now,
+        submit=np.array([j.submit_time for j in ready]),
+        nxt=np.array([j.attrs["estimates"].get("A", 0.0) for j in ready]),
+        deadline=np.array([j.attrs.get("deadline", np.nan) for j in ready], dtype=float),
+        uses=uses,
+        licence_total=np.array([max(0, copies.get(n, 0)) for n in names], dtype=np.int64),
+        licence_requests=queued,
+        licence_queued=queued,
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):  # jobs with no estimate: never urgent
+        ls = p.deadline.deltas(q) + p.licences.deltas(q)
+    points = {"regular": 0.0, "silver": 1.0, "gold": 2.0}
+    prio = {j.job_id: points[j.attrs["user_class"].lower()] + float(ls[r]) for r, j in enumerate(ready)}
+    ranked = sorted(ready, key=lambda j: (-prio[j.job_id], j.submit_time, j.job_id))
+    assert p.select(ready, "A", free, now, len(ready)) == first_fit(ranked, free, len(ready))

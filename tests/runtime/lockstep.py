@@ -7,6 +7,8 @@ asked of ``Store.claim``; the store must choose what the simulator chose.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from metasched.model.job import Job
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.estimates import Estimates
@@ -26,12 +28,24 @@ class FixedEstimates(Estimates):
         return self.fixed.get((kind, site))
 
 
-def play(store: Store, jobs: list[Job], sites: list[PlaceholderSite], sched: Schedule, claims: list[Claim]) -> None:
-    """Replay ``claims`` of a simulation into ``store`` (placeholders all started at 0); asserts each decision."""
+def play(
+    store: Store,
+    jobs: list[Job],
+    sites: list[PlaceholderSite],
+    sched: Schedule,
+    claims: list[Claim],
+    licences: Mapping[str, int] | None = None,
+) -> None:
+    """Replay ``claims`` of a simulation into ``store`` (placeholders all started at 0); asserts each decision.
+
+    ``licences``: the global licence limits the simulation had; each site's own are its ``licences``.
+    """
     key = type(store.policy).__name__
     names = {j.job_id: f"{j.attrs['kind']}-{j.job_id}" for j in jobs}
+    for name, copies in (licences or {}).items():
+        store.set_licence(name, copies, now=0.0)
     for s in sites:
-        store.upsert_site(s.name, "local", {}, {}, now=0.0)
+        store.upsert_site(s.name, "local", {}, s.licences, now=0.0)
         for i in range(s.placeholders):
             store.add_placeholder(f"{s.name}-{i}", s.name, None, now=0.0)
             store.placeholder_started(f"{s.name}-{i}", s.name, "h", now=0.0)
@@ -60,7 +74,12 @@ def play(store: Store, jobs: list[Job], sites: list[PlaceholderSite], sched: Sch
             assert isinstance(obj, Job)
             # one submission per job: the store numbers a workflow's jobs in a dependency order,
             # and the policies break ties by job id, so ids must follow the simulator's
-            spec = JobSpec("true", name=names[obj.job_id], after=[names[a] for a in obj.attrs["after"]])
+            spec = JobSpec(
+                "true",
+                name=names[obj.job_id],
+                after=[names[a] for a in obj.attrs["after"]],
+                licences=dict(obj.attrs.get("licences") or {}),
+            )
             (ids[obj.job_id],) = store.submit([spec], now=at)
             assert ids[obj.job_id] == obj.job_id
         else:

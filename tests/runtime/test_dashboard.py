@@ -46,13 +46,14 @@ def fill(store: Store, t0: float = T0) -> dict[str, int]:
     store.upsert_site("fast", "local", {}, {}, now=t0)
     store.upsert_site("slow", "slurm", {}, {"matlab": 2}, now=t0)
     store.set_site_target("slow", 3, now=t0)
+    store.set_licence("matlab", 3, now=t0)  # global: across both sites; slow also caps it at 2
     ids = store.submit(
         [
             JobSpec("sleep 1", name="prep"),
             JobSpec("sleep 1", name="sim-1", after=["prep"]),
             JobSpec("sleep 1", name="sim-2", after=["prep"]),
             JobSpec("sleep 1", name="sim-3", after=["prep"]),
-            JobSpec("sleep 1", name="merge", after=["sim-1", "sim-2", "sim-3"]),
+            JobSpec("sleep 1", name="merge", after=["sim-1", "sim-2", "sim-3"], licences={"matlab": 1}),
             JobSpec("sleep 1", name="report", after=["merge"]),
         ],
         now=t0,
@@ -92,6 +93,10 @@ def test_snapshot_reflects_the_store(tmp_path: Path) -> None:
     assert sites["slow"]["placeholders"] == {"running": 1, "submitted": 1} and sites["slow"]["target"] == 3
     assert sites["slow"]["decisions"] == {"increase": 1}
     assert snap["counts"]["done"] == 4 and snap["counts"]["ready"] == 0 and not snap["truncated"]
+    assert snap["policy"] == "fcfs"
+    assert snap["licences"] == [
+        {"name": "matlab", "copies": 3, "held": 1, "sites": {"fast": [1, None], "slow": [0, 2]}}
+    ]
     assert len(snapshot(store, now=T0, max_jobs=2)["jobs"]) == 2
     store.close()
 
@@ -127,6 +132,7 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str, Store]]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
     cmd = [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db, "--lease", "1000000"]
+    cmd += ["--policy", "completion-time"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -172,6 +178,10 @@ def test_dashboard_in_headless_chromium(server: tuple[str, str, Store], tmp_path
         sites = page.inner_text("#sites")
         assert "slow" in sites and "increase=1" in sites and "running=1 submitted=1" in sites
         assert "ph-slow-2" in page.inner_text("#placeholders")
+        # the server's claim policy and the licence use (merge holds one matlab copy at fast)
+        assert page.inner_text("#policy") == "claim policy: completion-time"
+        licences = page.locator("#licences tr", has_text="matlab").inner_text()
+        assert "matlab\t1\t3" in licences and "fast 1/-" in licences and "slow 0/2" in licences
         # the Gantt chart draws one bar per started job, the plots their points
         assert page.locator("#gantt-svg rect.gantt-bar").count() == 5
         assert page.locator("#wait-svg circle").count() == 5

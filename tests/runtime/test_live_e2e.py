@@ -191,6 +191,13 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
                 server = start_server()
                 killed["server"] = "restarted"
         assert manager.poll() is not None, "workflow did not finish in 300 s: " + str(store.counts())
+        counts = store.counts()
+        if set(counts) - {"done", "ready"}:  # the manager stopped before the workflow ended: say why
+            log_tail = (tmp_path / "manager.log").read_text()[-3000:]
+            raise AssertionError(
+                f"site manager exited with code {manager.returncode} before the workflow ended "
+                f"(jobs: {counts}; faults injected so far: {killed}); its log ends:\n{log_tail}"
+            )
     finally:
         for proc in (manager, server):
             if proc.poll() is None:

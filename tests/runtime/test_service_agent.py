@@ -108,18 +108,18 @@ def test_agent_expires_at_wall_time(tmp_path: Path) -> None:
 def test_kill_9_of_placeholder_kills_its_job_and_job_returns_to_queue(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'q.db'}"
     store = Store.open(db, lease_s=2)
-    marker = tmp_path / "marker"
-    store.submit([JobSpec(f"sleep 4; touch {marker}", name="victim")])
+    marker, started = tmp_path / "marker", tmp_path / "started"
+    store.submit([JobSpec(f"touch {started}; sleep 4; touch {marker}", name="victim")])
     env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "metasched", "placeholder", "--site", "local", "--db", db, "--lease", "2"], env=env
     )
     try:
         for _ in range(600):  # python start-up is slow on a loaded CI box
-            if store.job("victim")["state"] == "running":
+            if started.exists():  # the job's shell runs (claimed is not enough: it may not be spawned yet)
                 break
             time.sleep(0.1)
-        assert store.job("victim")["state"] == "running"
+        assert store.job("victim")["state"] == "running" and started.exists()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         lost: list[int] = []

@@ -170,8 +170,9 @@ def figure(results: dict[str, dict[str, Any]], path: Path, title: str) -> None:
         axes, ("makespan", "turnaround"), ("makespan (s)", "mean turnaround (s)"), strict=True
     ):
         live = [results[k][metric] for k in keys]
+        sd = [results[k].get(metric + "_sd", 0.0) for k in keys]
         sim = [results[k]["predicted"][metric] for k in keys]
-        ax.bar(x - 0.2, live, 0.4, label="live (server + placeholders)", color="#1e88e5")
+        ax.bar(x - 0.2, live, 0.4, yerr=sd, capsize=4, label="live (mean ± sd over runs)", color="#1e88e5")
         ax.bar(x + 0.2, sim, 0.4, label="simulator prediction", color="#90caf9", hatch="//")
         ax.set_xticks(x, keys)
         ax.set_ylabel(label)
@@ -187,6 +188,28 @@ def _pct(x: float, ref: float) -> str:
     return f"{100 * (x - ref) / ref:+.1f}%"
 
 
+def summarise(runs: list[dict[str, Any]], predicted: dict[str, float]) -> dict[str, Any]:
+    """Mean and spread of the live runs of one policy, against the (deterministic) prediction.
+
+    ``*_sd``: sample standard deviation over the runs (0 for one run); ``*_err``: (predicted - mean
+    live) / mean live; ``*_err_worst``: the largest |error| of a single run against the prediction.
+    """
+    import statistics
+
+    out: dict[str, Any] = {"runs": len(runs), "predicted": predicted}
+    for metric in ("makespan", "turnaround"):
+        values = [r[metric] for r in runs]
+        mean = statistics.fmean(values)
+        out[metric] = mean
+        out[f"{metric}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        out[f"{metric}_all"] = values
+        out[f"{metric}_err"] = (predicted[metric] - mean) / mean
+        out[f"{metric}_err_worst"] = max((abs(predicted[metric] - v) / v for v in values), default=0.0)
+    out["per_site"] = runs[-1]["per_site"]
+    out["splits"] = [f"{r['per_site']['fast']}/{r['per_site']['slow']}" for r in runs]
+    return out
+
+
 @app.command()
 def demo(
     policy: Annotated[
@@ -195,11 +218,14 @@ def demo(
     jobs: Annotated[int, typer.Option(help="Jobs in the mixed workload (kinds a and b alternate).")] = 24,
     base: Annotated[float, typer.Option(help="Seconds a job takes at the fast site.")] = 2.0,
     placeholders: Annotated[int, typer.Option(help="Placeholders per site.")] = 2,
+    runs: Annotated[int, typer.Option(help="Live runs per policy (mean and spread reported).", min=1)] = 1,
     out: Annotated[
-        Path | None, typer.Option(help="Directory for demo.csv / demo.md (default: a temporary one).")
+        Path | None, typer.Option(help="Directory for demo.csv / demo_runs.csv / demo.md / demo.png (default: temp).")
     ] = None,
 ) -> None:
     """Heterogeneous testbed on this machine: FCFS vs the efficacy / completion-time policies, live and simulated."""
+    from rich.progress import Progress
+
     keys = policy or ["fcfs", "efficacy", "completion-time"]
     for k in keys:
         try:
@@ -211,44 +237,75 @@ def demo(
     console.print(f"calibrating: each kind once at each site (base {base} s) ...")
     calib = calibrate(base)
     console.print("measured: " + ", ".join(f"{k}@{s} {v:.2f} s" for (k, s), v in sorted(calib.items())))
+    live_runs: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
+    with Progress(console=console) as progress:
+        task = progress.add_task(f"{runs} x {len(keys)} live runs of {jobs} jobs", total=runs * len(keys))
+        # Policies take turns run after run, so a change in the machine's load falls on all of them.
+        for i in range(runs):
+            for k in keys:
+                progress.update(task, description=f"run {i + 1}/{runs}: {k}")
+                workdir = outdir / k if runs == 1 else outdir / k / f"run-{i + 1}"
+                live_runs[k].append(run_live(k, workdir, jobs, base, placeholders, calib))
+                progress.advance(task)
     results: dict[str, dict[str, Any]] = {}
     for k in keys:
-        console.print(f"running {jobs} jobs live under [bold]{k}[/] ...")
-        live = run_live(k, outdir / k, jobs, base, placeholders, calib)
-        live["predicted"] = predict(k, jobs, calib, live["starts"])
-        results[k] = live
-    table = Table(title=f"metasched demo: {jobs} jobs, sites fast/slow x {placeholders} placeholders")
-    for col in ("policy", "makespan live", "predicted", "err", "turnaround live", "predicted", "err", "jobs fast/slow"):
+        results[k] = summarise(live_runs[k], predict(k, jobs, calib, live_runs[k][0]["starts"]))
+    spread = runs > 1
+    title = f"metasched demo: {jobs} jobs, sites fast/slow x {placeholders} placeholders, {runs} run(s) per policy"
+    table = Table(title=title)
+    cols = ["policy", "makespan live", "predicted", "err", "turnaround live", "predicted", "err", "jobs fast/slow"]
+    for col in cols:
         table.add_column(col, justify="right")
+
+    def live_text(r: dict[str, Any], metric: str) -> str:
+        return f"{r[metric]:.2f} ± {r[metric + '_sd']:.2f} s" if spread else f"{r[metric]:.2f} s"
+
     rows = []
     for k, r in results.items():
         p = r["predicted"]
-        e1 = (p["makespan"] - r["makespan"]) / r["makespan"]
-        e2 = (p["turnaround"] - r["turnaround"]) / r["turnaround"]
-        split = f"{r['per_site']['fast']}/{r['per_site']['slow']}"
+        split = " ".join(r["splits"])
         table.add_row(
             k,
-            f"{r['makespan']:.2f} s",
+            live_text(r, "makespan"),
             f"{p['makespan']:.2f} s",
-            f"{100 * e1:+.1f}%",
-            f"{r['turnaround']:.2f} s",
+            f"{100 * r['makespan_err']:+.1f}%",
+            live_text(r, "turnaround"),
             f"{p['turnaround']:.2f} s",
-            f"{100 * e2:+.1f}%",
+            f"{100 * r['turnaround_err']:+.1f}%",
             split,
         )
-        rows.append([k, r["makespan"], p["makespan"], e1, r["turnaround"], p["turnaround"], e2, split])
+        rows.append(
+            [
+                k,
+                r["makespan"],
+                p["makespan"],
+                r["makespan_err"],
+                r["turnaround"],
+                p["turnaround"],
+                r["turnaround_err"],
+                split,
+                runs,
+                r["makespan_sd"],
+                r["turnaround_sd"],
+                r["makespan_err_worst"],
+                r["turnaround_err_worst"],
+            ]
+        )
     console.print(table)
+    lines = []
     if "fcfs" in results:
         f = results["fcfs"]
         for k, r in results.items():
             if k == "fcfs":
                 continue
             p, q = r["predicted"], f["predicted"]
-            console.print(
+            line = (
                 f"{k} vs fcfs: makespan {_pct(r['makespan'], f['makespan'])} live "
                 f"({_pct(p['makespan'], q['makespan'])} predicted), mean turnaround "
                 f"{_pct(r['turnaround'], f['turnaround'])} live ({_pct(p['turnaround'], q['turnaround'])} predicted)"
             )
+            lines.append(line)
+            console.print(line)
     with (outdir / "demo.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
@@ -261,8 +318,39 @@ def demo(
                 "turnaround_predicted",
                 "turnaround_err",
                 "jobs_fast_slow",
+                "runs",
+                "makespan_live_sd",
+                "turnaround_live_sd",
+                "makespan_err_worst_run",
+                "turnaround_err_worst_run",
             ]
         )
         w.writerows(rows)
+    with (outdir / "demo_runs.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["policy", "run", "makespan_live", "turnaround_live", "jobs_fast", "jobs_slow"])
+        for k, lives in live_runs.items():
+            for i, r in enumerate(lives):
+                w.writerow([k, i + 1, r["makespan"], r["turnaround"], r["per_site"]["fast"], r["per_site"]["slow"]])
+    md = [
+        f"# {title}",
+        "",
+        "Measured run times: " + ", ".join(f"{k}@{s} {v:.2f} s" for (k, s), v in sorted(calib.items())),
+        "",
+        "| policy | makespan live (mean ± sd) | predicted | error | turnaround live (mean ± sd) | predicted | error |"
+        " worst single-run error (makespan / turnaround) | jobs fast/slow per run |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k, r in results.items():
+        p = r["predicted"]
+        md.append(
+            f"| {k} | {r['makespan']:.2f} ± {r['makespan_sd']:.2f} s | {p['makespan']:.2f} s |"
+            f" {100 * r['makespan_err']:+.1f}% | {r['turnaround']:.2f} ± {r['turnaround_sd']:.2f} s |"
+            f" {p['turnaround']:.2f} s | {100 * r['turnaround_err']:+.1f}% |"
+            f" {100 * r['makespan_err_worst']:.1f}% / {100 * r['turnaround_err_worst']:.1f}% |"
+            f" {' '.join(r['splits'])} |"
+        )
+    md += ["", *(f"- {line}" for line in lines), ""]
+    (outdir / "demo.md").write_text("\n".join(md))
     figure(results, outdir / "demo.png", f"{jobs} jobs (kinds a, b) on fast/slow x {placeholders} placeholders")
-    console.print(f"written to {outdir}/ (demo.csv, demo.png)")
+    console.print(f"written to {outdir}/ (demo.csv, demo_runs.csv, demo.md, demo.png)")

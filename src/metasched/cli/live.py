@@ -182,13 +182,16 @@ def sites_run(
 
     claim_policy(policy)
     os.environ["METASCHED_POLICY"] = policy
-    from metasched.runtime.manager import SiteManager, load_sites
+    from metasched.runtime.manager import SiteManager, load_licences, load_sites
     from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 
     _logging(verbose)
     try:
         configs = load_sites(config)
+        global_licences = load_licences(config)
         store = Store.open(db, lease_s=lease)
+        for name, copies in global_licences.items():
+            store.set_licence(name, copies)
     except StoreError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -198,13 +201,16 @@ def sites_run(
     )
     import signal
 
-    def _stop(_sig: int, _frame: object) -> None:
-        raise KeyboardInterrupt
+    def _stop(sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(sig).name)
 
     signal.signal(signal.SIGTERM, _stop)
     try:
         manager.run(interval_s=interval, until_idle=until_idle)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        logging.getLogger("metasched.sites").warning(
+            "stopping on %s: cancelling this manager's placeholders", exc.args[0] if exc.args else "SIGINT"
+        )
         manager.shutdown()
     finally:
         manager.close()  # the SSH sites' master connections
@@ -254,22 +260,35 @@ def estimates(
     db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
     site: Annotated[list[str] | None, typer.Option(help="Also show borrowed estimates for these sites.")] = None,
 ) -> None:
-    """Run-time estimates learned per (job kind, site) from past runs, with their leave-one-out error."""
+    """Run-time estimates per (job kind, site), each with its source and error: the user's formulas
+    (``metasched formula``, preferred for jobs carrying their parameters) and the estimates learned from
+    past runs (leave-one-out error)."""
     from rich.console import Console
     from rich.table import Table
 
+    from metasched.cli.formula import formula_table
     from metasched.runtime.metaqueue.store import Store
 
     store = Store.open(db)
     est = store.estimates()
+    formulas = store.formulas()
+    with_formula = {(f["kind"], f["site"]) for f in formulas}
     sites = sorted({*(site or []), *(s["name"] for s in store.sites())})
-    table = Table(title=f"run-time estimates ({len(est)} runs)")
+    table = Table(title=f"run-time estimates learned from {len(est)} runs")
     for col in ("kind", "site", "runs", "estimate", "error (mean rel., leave-one-out)", "source"):
         table.add_column(col, justify="right" if col in ("runs", "estimate") else "left")
     for r in est.table(sites):
         err = "" if r.error is None else f"{100 * r.error:.1f}%"
-        table.add_row(r.kind, r.site, str(r.runs), f"{r.estimate_s:.1f} s", err, "borrowed" if r.borrowed else "runs")
+        source = "borrowed" if r.borrowed else "runs"
+        if (r.kind, r.site) in with_formula or (r.kind, "") in with_formula:
+            source += "+formula"
+        table.add_row(r.kind, r.site, str(r.runs), f"{r.estimate_s:.1f} s", err, source)
+    if formulas:
+        Console().print(formula_table(formulas))
     if not table.rows:
         typer.echo("no finished runs yet: nothing learned")
         return
     Console().print(table)
+    if formulas:
+        typer.echo("source: runs = learned here, borrowed = learned at another site and scaled; +formula = the")
+        typer.echo("formula above is used instead for jobs carrying the parameters it names")

@@ -36,5 +36,7 @@ from metasched.cli import trace as _trace  # noqa: E402
 
 app.add_typer(_trace.app, name="trace")
 from metasched.cli import demo as _demo  # noqa: E402,F401
+from metasched.cli import formula as _formula  # noqa: E402,F401
+from metasched.cli import licences as _licences  # noqa: E402,F401
 from metasched.cli import remote as _remote  # noqa: E402,F401
 from metasched.cli import replay as _replay  # noqa: E402,F401

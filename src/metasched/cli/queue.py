@@ -20,7 +20,13 @@ from rich.table import Table
 
 from metasched.cli.main import app
 from metasched.runtime.metaqueue.records import JobSpec, StoreError
-from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb, read_workflow
+from metasched.runtime.metaqueue.workflow import (
+    parse_duration_s,
+    parse_licences,
+    parse_mem_mb,
+    parse_params,
+    read_workflow,
+)
 
 if TYPE_CHECKING:
     from metasched.runtime.metaqueue.store import Store
@@ -65,6 +71,9 @@ def submit(
         str | None, typer.Option(help="Wanted done within this long of submission (pasquali policy).")
     ] = None,
     user_class: Annotated[str, typer.Option(help="gold, silver or regular (pasquali policy).")] = "regular",
+    param: Annotated[
+        list[str] | None, typer.Option(help="NAME=NUMBER for the run-time formula of the job's kind (repeatable).")
+    ] = None,
     max_attempts: Annotated[int, typer.Option(help="Runs allowed when placeholders vanish.")] = 3,
     db: DbOpt = None,
 ) -> None:
@@ -80,6 +89,7 @@ def submit(
             licences=parse_licences(licence or []),
             deadline_s=parse_duration_s(deadline) if deadline else None,
             user_class=user_class.lower(),
+            params=parse_params(param or []),
             time_s=parse_duration_s(time_),
             cwd=os.getcwd(),
             max_attempts=max_attempts,

@@ -114,7 +114,11 @@ def replay(
     starts_of = dict(hist.placeholder_starts)
     for name, n in overrides.items():
         starts_of[name] = [0.0] * n
-    sites = [PlaceholderSite(n, len(st), start_at=tuple(st)) for n, st in sorted(starts_of.items()) if st]
+    sites = [
+        PlaceholderSite(n, len(st), start_at=tuple(st), licences=hist.site_licences.get(n, {}))
+        for n, st in sorted(starts_of.items())
+        if st
+    ]
     if not sites:
         console.print("[red]error:[/] no site with placeholders to simulate (give --site NAME=N)")
         raise typer.Exit(2)
@@ -140,7 +144,11 @@ def replay(
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("simulating", total=len(policies))
         for key, pol in policies.items():
-            sched, _ = simulate_claims(jobs, sites, pol)
+            try:
+                sched, _ = simulate_claims(jobs, sites, pol, licences=hist.licences)
+            except ValueError as exc:  # e.g. a licence no simulated site offers any more
+                console.print(f"[red]error:[/] cannot simulate the history: {exc}")
+                raise typer.Exit(2) from None
             summaries[key] = summarise(sched)
             waits[key] = per_job(sched)["wait"]
             write_jobs_csv(sched, out / f"jobs_{key}.csv")

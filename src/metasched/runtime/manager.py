@@ -22,6 +22,14 @@ Sites come from a TOML file::
 
 With no file, one ``local`` site sized to this machine.
 
+A top-level ``[licences]`` table gives global limits, copies active at once across ALL sites
+(``metasched licences set`` changes them later); a site's own ``licences`` limit it further::
+
+    [licences]
+    matlab = 4                 # at most 4 matlab jobs running anywhere
+
+The combination rule: :func:`metasched.model.licence.free_copies`.
+
 A site in another administrative domain (issue 9; seed 003, section 1.1) names an SSH destination;
 its batch commands then run there over one multiplexed connection
 (:class:`~metasched.runtime.remote.ssh.SshRunner`), and a site that cannot be reached is reported
@@ -202,6 +210,23 @@ def load_sites(path: str | Path | None) -> list[SiteConfig]:
     if not isinstance(sites, dict) or not sites:
         raise StoreError(f"{path}: no [sites.NAME] tables")
     return [SiteConfig.from_mapping(name, raw, base_dir=Path(path).parent) for name, raw in sites.items()]
+
+
+def load_licences(path: str | Path | None) -> dict[str, int]:
+    """The global licence limits of a site config (its top-level ``[licences]`` table; none without a file)."""
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise StoreError(f"cannot read site config {path}: {exc}") from None
+    raw = data.get("licences", {})
+    if not isinstance(raw, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
+        raise StoreError(f"{path}: [licences] must map licence names to whole numbers of copies, got {raw!r}")
+    bad = [k for k, v in raw.items() if v < 0]
+    if bad:
+        raise StoreError(f"{path}: [licences] copies must be >= 0: {', '.join(bad)}")
+    return dict(raw)
 
 
 @dataclass(slots=True)
@@ -512,8 +537,10 @@ class SiteManager:
             while True:
                 self.tick()
                 if until_idle and self.is_idle():
+                    log.info("no job queued or running: stopping (--until-idle)")
                     break
                 if max_s is not None and time.time() - t0 > max_s:
+                    log.info("ran for %.0f s: stopping", max_s)
                     break
                 time.sleep(interval_s)
         finally:

@@ -12,6 +12,12 @@ starting at ``start_at[i]`` (its batch-queue wait; default 0) and living until t
 expected run time}``, what policies see). A job runs on one placeholder, alone (a placeholder
 takes one job at a time, as ``metasched placeholder`` with ``limit = 1``).
 
+Licences: a job's ``attrs["licences"]`` (``{name: count}``) are held from its start to its end. A
+site offers its own ``licences``; ``licences=`` of :func:`simulate_claims` are the global limits,
+copies active at once across all sites. The asker's free copies are
+:func:`~metasched.model.licence.free_copies` of both, as in the store's claim (same rule, same
+counts: jobs running at the asker's site and anywhere).
+
 Semantics, as :mod:`metasched.sim.engine`: events ordered by ``(time, kind, seq)``; at each
 instant job ends are applied (dependents become ready), then submissions, then placeholder starts,
 then ONE claim pass: each idle placeholder asks once, in order of ``(idle since, site, index)``,
@@ -20,6 +26,7 @@ sees: per site, idle placeholders, busy ones with ``start + estimate`` of their 
 placeholders not started yet with their start instant; the asker itself is left out.
 
 Invariants (tested): a job starts only after its submission and after every dependency ended;
+the copies of a licence held at a site never exceed the site's cap, nor those held anywhere the global cap;
 a placeholder never runs two jobs at once; every job runs exactly once when every job fits some
 placeholder; same input, same output.
 """
@@ -27,12 +34,13 @@ placeholder; same input, same output.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from metasched.model.job import Job
+from metasched.model.licence import free_copies
 from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FreeResources, SiteSlots, estimate_at
 from metasched.sim.schedule import Schedule
 
@@ -84,9 +92,18 @@ def run_time_at(job: Job, site: str) -> float:
 
 
 def simulate_claims(
-    jobs: Sequence[Job], sites: Sequence[PlaceholderSite], policy: ClaimPolicy, *, record: bool = False
+    jobs: Sequence[Job],
+    sites: Sequence[PlaceholderSite],
+    policy: ClaimPolicy,
+    *,
+    record: bool = False,
+    licences: Mapping[str, int] | None = None,
 ) -> tuple[Schedule, list[Claim]]:
-    """Run ``jobs`` on the placeholders of ``sites`` under ``policy``; the schedule and (if ``record``) the claims."""
+    """Run ``jobs`` on the placeholders of ``sites`` under ``policy``; the schedule and (if ``record``) the claims.
+
+    ``licences``: the global limits (``{name: copies}`` active at once across all sites).
+    """
+    global_caps = dict(licences or {})
     if not sites:
         raise ValueError("no sites to simulate")
     names = [s.name for s in sites]
@@ -103,6 +120,11 @@ def simulate_claims(
             raise ValueError(f"job {j.job_id}: unknown dependencies {unknown}")
     if not any(j.requested_procs <= max(s.cpus for s in sites) for j in jobs) and jobs:
         raise ValueError("no job fits any placeholder")
+    for j in jobs:
+        for name, count in (j.attrs.get("licences") or {}).items():
+            offered = [free_copies(s.licences, global_caps, {}, {}).get(name, 0) for s in sites]
+            if max(offered) < count:
+                raise ValueError(f"job {j.job_id}: needs {count} x licence {name!r}, no site can ever offer that")
     pending = {j.job_id: len(set(j.attrs.get("after", ()))) for j in jobs}
     children: dict[int, list[int]] = {}
     for j in jobs:
@@ -129,6 +151,15 @@ def simulate_claims(
     sched = Schedule.empty(list(jobs), sum(s.placeholders * s.cpus for s in sites), names)
     claims: list[Claim] = []
     want_world = policy.needs_world
+    site_of = {s.name: s for s in sites}
+    use_here: dict[str, dict[str, int]] = {n: {} for n in names}
+    use_all: dict[str, int] = {}
+
+    def hold(job: Job, site: str, sign: int) -> None:
+        for name, count in (job.attrs.get("licences") or {}).items():
+            use_here[site][name] = use_here[site].get(name, 0) + sign * count
+            use_all[name] = use_all.get(name, 0) + sign * count
+
     while events:
         now = events[0][0]
         while events and events[0][0] == now:
@@ -137,6 +168,7 @@ def simulate_claims(
                 ph = payload  # type: ignore[assignment]
                 assert isinstance(ph, _Ph) and ph.job is not None
                 done = ph.job.job_id
+                hold(ph.job, ph.site, -1)
                 ph.job, ph.idle_since = None, now
                 for c in children.get(done, ()):
                     pending[c] -= 1
@@ -161,7 +193,8 @@ def simulate_claims(
             if not policy.prefix_stable and len(shown) > RANKING_WINDOW_JOBS:
                 # as the store: a ranking policy sees the oldest ready jobs (by id) only
                 shown = sorted(shown, key=lambda j: j.job_id)[:RANKING_WINDOW_JOBS]
-            chosen = policy.select(shown, ph.site, FreeResources(ph.cpus), now, 1, world)
+            lic = free_copies(site_of[ph.site].licences, global_caps, use_here[ph.site], use_all)
+            chosen = policy.select(shown, ph.site, FreeResources(ph.cpus, licences=lic), now, 1, world)
             if record:
                 claims.append(Claim(now, ph.site, ph.pid, tuple(chosen)))
             if not chosen:
@@ -172,6 +205,7 @@ def simulate_claims(
             sched.start_time[i], sched.end_time[i] = now, now + run
             sched.site[i], sched.run_time[i] = site_index[ph.site], run
             ph.job, ph.busy_until = job, now + estimate_at(job, ph.site)
+            hold(job, ph.site, +1)
             push(now + run, _END, ph)
     return sched, claims
 

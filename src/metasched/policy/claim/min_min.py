@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import ClassVar
 
 import numpy as np
 
 from metasched.model.etc import FloatArray
 from metasched.model.job import Job
-from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimates_at, fits, mem_budget
+from metasched.policy.claim.base import ClaimPolicy, ClaimWorld, FreeResources, estimate_at, fits, mem_budget
 from metasched.policy.mapping.base import min_min_rounds
+
+_ARRIVAL = attrgetter("submit_time", "job_id")
 
 
 class MinMinClaim(ClaimPolicy):
@@ -56,27 +59,41 @@ class MinMinClaim(ClaimPolicy):
             for t in slots.free_times(now):
                 machines.append(name)
                 avail.append(t)
-        jobs = sorted(ready, key=lambda j: (j.submit_time, j.job_id))
+        jobs = sorted(ready, key=_ARRIVAL)
+        mem = mem_budget(free)
         if len(machines) == n_asker:  # nobody else: only the jobs that fit the asker can be mapped
-            jobs = [j for j in jobs if fits(j, free.cpus, mem_budget(free), free.remaining_s, free.licences)]
+            jobs = [j for j in jobs if fits(j, free.cpus, mem, free.remaining_s, free.licences)]
             if not jobs:
                 return []
         names = sorted(set(machines))
+        # One pass: each job's row of estimates and whether it fits the asker alone, decided once
+        # per distinct (estimates table, demand): jobs of a kind share their table (estimates_at)
+        # and many jobs ask the same.
+        seen: dict[tuple[object, ...], tuple[int, bool]] = {}
+        rows: list[tuple[float, ...]] = []
+        index: list[int] = []
+        too_big: list[bool] = []
+        for j in jobs:
+            attrs = j.attrs
+            lic = attrs.get("licences")
+            key = (
+                id(attrs.get("estimates")),
+                j.requested_time,
+                j.requested_procs,
+                attrs.get("mem_mb"),
+                tuple(lic.items()) if lic else (),
+            )
+            known = seen.get(key)
+            if known is None:
+                known = seen[key] = (len(rows), not fits(j, free.cpus, mem, free.remaining_s, free.licences))
+                rows.append(tuple(estimate_at(j, s) for s in names))
+            index.append(known[0])
+            too_big.append(known[1])
         col = {s: i for i, s in enumerate(names)}
-        etc = np.array(estimates_at(jobs, names), dtype=float).reshape(len(jobs), len(names))
-        etc = etc[:, [col[s] for s in machines]]
+        table = np.array(rows, dtype=float).reshape(len(rows), len(names))
+        etc = table[np.array(index)][:, [col[s] for s in machines]]
         # A job that does not fit the asker alone never goes on its slots.
-        mem = mem_budget(free)
-        fit_memo: dict[tuple[object, ...], bool] = {}  # many jobs ask the same: decide each demand once
-        too_big = np.zeros(len(jobs), dtype=bool)
-        for r, j in enumerate(jobs):
-            lic = j.attrs.get("licences")
-            demand = (j.requested_procs, j.requested_time, j.attrs.get("mem_mb"), tuple(lic.items()) if lic else ())
-            ok = fit_memo.get(demand)
-            if ok is None:
-                ok = fit_memo[demand] = fits(j, free.cpus, mem, free.remaining_s, free.licences)
-            too_big[r] = not ok
-        etc[too_big, :n_asker] = np.inf
+        etc[np.array(too_big, dtype=bool), :n_asker] = np.inf
         # Only the first job Min-min maps on each asker slot can start now: map until every asker
         # slot has one (the steps up to there are the full mapping's, so its firsts are the same).
         firsts = first_on_slots(etc, np.array(avail, dtype=float), n_asker)

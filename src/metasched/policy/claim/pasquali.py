@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -68,21 +69,41 @@ class PasqualiClaim(ClaimPolicy):
         ``nxt`` is the estimate here; licence copies are those the site can still hand out, and
         the requests those of the ready jobs (running holders already left the free count).
         """
-        names = sorted({n for j in ready for n in j.attrs.get("licences") or {}})
-        col = {n: i for i, n in enumerate(names)}
-        uses = np.zeros((len(ready), len(names)))
+        n = len(ready)
+        submit = [0.0] * n
+        nxt = [0.0] * n
+        deadline = [math.nan] * n
+        wanted: list[tuple[int, Mapping[str, int]]] = []
+        # Jobs of a kind share one estimates table (the store's, the simulator's): one estimate per table.
+        memo: dict[tuple[int, float], float] = {}
         for r, j in enumerate(ready):
-            for n in j.attrs.get("licences") or {}:
-                uses[r, col[n]] = 1.0
+            attrs = j.attrs
+            submit[r] = j.submit_time
+            key = (id(attrs.get("estimates")), j.requested_time)
+            est = memo.get(key)
+            if est is None:
+                est = memo[key] = estimate_at(j, site)
+            nxt[r] = est
+            d = attrs.get("deadline")
+            if d is not None:
+                deadline[r] = float(d)
+            lic = attrs.get("licences")
+            if lic:
+                wanted.append((r, lic))
+        names = sorted({name for _, lic in wanted for name in lic})
+        col = {name: i for i, name in enumerate(names)}
+        uses = np.zeros((n, len(names)))
+        for r, lic in wanted:
+            for name in lic:
+                uses[r, col[name]] = 1.0
         queued = uses.sum(axis=0).astype(np.int64)
-        deadline = [j.attrs.get("deadline") for j in ready]
         return LsQueue(
             now=now,
-            submit=np.array([j.submit_time for j in ready], dtype=float),
-            nxt=np.array([estimate_at(j, site) for j in ready], dtype=float),
-            deadline=np.array([np.nan if d is None else float(d) for d in deadline], dtype=float),
+            submit=np.array(submit, dtype=float),
+            nxt=np.array(nxt, dtype=float),
+            deadline=np.array(deadline, dtype=float),
             uses=uses,
-            licence_total=np.array([max(0, free.licences.get(n, 0)) for n in names], dtype=np.int64),
+            licence_total=np.array([max(0, free.licences.get(name, 0)) for name in names], dtype=np.int64),
             licence_requests=queued,
             licence_queued=queued,
         )
@@ -103,19 +124,25 @@ class PasqualiClaim(ClaimPolicy):
         if not ready:
             return []
         q = self.queue(ready, site, free, now)
-        ls = self.deadline.deltas(q) + self.licences.deltas(q)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no estimate here (0): never on the ramp
+            ls = self.deadline.deltas(q) + self.licences.deltas(q)
         ctx = MsContext(mean_margin=None, n_licence_types=q.uses.shape[1])
         points: dict[str, float] = {}
-        prio = {}
+        user = [0.0] * len(ready)
         for r, j in enumerate(ready):
-            cls = str(j.attrs.get("user_class", "regular")).lower()
-            if cls not in points:
-                if cls not in USER_CLASSES:
-                    raise ValueError(f"job {j.job_id}: unknown user class {cls!r} (known: {', '.join(USER_CLASSES)})")
+            cls = j.attrs.get("user_class", "regular")
+            pts = points.get(cls)
+            if pts is None:
+                name = str(cls).lower()
+                if name not in USER_CLASSES:
+                    raise ValueError(f"job {j.job_id}: unknown user class {name!r} (known: {', '.join(USER_CLASSES)})")
                 # UserClassPriority reads the class from a job's JobQos, as in the simulator; its value
                 # depends on the class only, so it is asked once per class.
-                qos = JobQos(None, 0, UserClass[cls.upper()], 1.0)
-                points[cls] = self.user.delta(j.copy(attrs={QOS_KEY: qos}), ctx)
-            prio[j.job_id] = points[cls] + float(ls[r])
-        keyed = sorted(ready, key=lambda j: (-prio[j.job_id], j.submit_time, j.job_id))
-        return first_fit(keyed, free, limit)
+                qos = JobQos(None, 0, UserClass[name.upper()], 1.0)
+                pts = points[cls] = float(self.user.delta(j.copy(attrs={QOS_KEY: qos}), ctx))
+            user[r] = pts
+        prio = np.array(user, dtype=float) + ls
+        ids = np.array([j.job_id for j in ready], dtype=np.int64)
+        # Rank key (-priority, submit_time, job_id): lexsort's last key is the primary one.
+        order = np.lexsort((ids, q.submit, -prio))
+        return first_fit([ready[i] for i in order], free, limit)

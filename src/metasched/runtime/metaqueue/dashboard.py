@@ -4,7 +4,8 @@ The page (``dashboard_static/index.html`` + ``dashboard.js``, plain SVG drawn by
 third-party script, nothing fetched from the internet) polls one JSON endpoint,
 ``GET /v1/dashboard``, every two seconds and redraws: queues per site, placeholders (queued,
 running, throttle decisions), jobs with their state and dependencies, a Gantt chart of jobs over
-sites over time, throughput and wait plots.
+sites over time, throughput and wait plots; the claim policy the server runs (``--policy``) and
+each licence's use (copies held, global and per-site limits).
 
 Authentication: the HTML and the script are public (they hold no data); the JSON needs a bearer
 token, either the server's full token or the *read-only* dashboard token
@@ -147,6 +148,8 @@ def snapshot(store: Store, *, max_jobs: int = MAX_JOBS, now: float) -> dict[str,
     ]
     return {
         "now": now,
+        "policy": store.policy.key,
+        "licences": store.licence_usage(),
         "counts": {**counts, "ready": ready},
         "sites": sorted(sites.values(), key=lambda s: s["name"]),
         "placeholders": placeholders,

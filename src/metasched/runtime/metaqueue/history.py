@@ -6,7 +6,9 @@ those jobs), ``attrs["kind"]``, ``attrs["run_s"]`` (``{site: run time}``: measur
 the learned estimate of its kind elsewhere, see :mod:`metasched.runtime.metaqueue.estimates`) and
 ``attrs["estimates"]`` (the learned estimates, what policies see). Each site's placeholders are
 summarised by the instants (relative to the first submission) at which its placeholders started,
-as many as ran there at once at most: the capacity the metaqueue really had, and when.
+as many as ran there at once at most: the capacity the metaqueue really had, and when. Licences:
+each job's ``attrs["licences"]``, each site's own limits and the global ones as configured now
+(what the simulator is given, so a replay keeps the licence limits across sites).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class History:
     #: (kind, site) pairs with no run nor borrowable estimate: the measured time was reused there.
     assumed_same_speed: int = 0
     estimates: Estimates | None = None
+    #: Each site's own licence limits and the global ones (``metasched licences``), as configured now.
+    site_licences: dict[str, dict[str, int]] = field(default_factory=dict)
+    licences: dict[str, int] = field(default_factory=dict)
 
 
 def max_concurrent(intervals: list[tuple[float, float]]) -> int:
@@ -84,7 +89,13 @@ def read_history(store: Store, sites: list[str] | None = None) -> History:
                 run_time=measured,
                 requested_time=float(r["time_s"] or 0.0),
                 requested_procs=int(r["cpus"]),
-                attrs={"kind": kind, "after": after, "run_s": run_s, "estimates": table or dict(run_s)},
+                attrs={
+                    "kind": kind,
+                    "after": after,
+                    "run_s": run_s,
+                    "estimates": table or dict(run_s),
+                    "licences": dict(r["licences"] or {}),
+                },
             )
         )
     starts: dict[str, list[float]] = {s: [] for s in site_names}
@@ -99,4 +110,5 @@ def read_history(store: Store, sites: list[str] | None = None) -> History:
     for s in site_names:
         n = max_concurrent(spans[s])
         out[s] = sorted(starts[s])[:n]
-    return History(jobs, out, origin, skipped, assumed, est)
+    site_licences = {s["name"]: dict(s["licences"] or {}) for s in store.sites()}
+    return History(jobs, out, origin, skipped, assumed, est, site_licences, store.licences())

@@ -40,6 +40,8 @@ class JobRow(Base):
     #: silver or regular. Both feed the ``pasquali`` claim policy (migration 0002).
     deadline_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     user_class: Mapped[str] = mapped_column(String(16), default="regular", server_default="regular")
+    #: Named numbers for the user's run-time formula of the job's kind (``{"n": 1000}``; migration 0003).
+    params: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
     state: Mapped[str] = mapped_column(String(16), default="queued")
     pending_deps: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
@@ -82,6 +84,35 @@ class SiteRow(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     licences: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
     target: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class LicenceRow(Base):
+    """A global licence: at most ``copies`` held at once by the jobs of ALL sites (migration 0003).
+
+    How it combines with a site's own ``licences``: :func:`metasched.model.licence.free_copies`.
+    A claim that may hand out a licence locks these rows (``FOR UPDATE`` on PostgreSQL) first.
+    """
+
+    __tablename__ = "licences"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    copies: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class FormulaRow(Base):
+    """The user's run-time formula of a job kind (seconds, from the job's ``params``; migration 0003).
+
+    ``site`` is ``""`` for every site, else the one site it is for (preferred there). Preferred over
+    learned estimates wherever it can be evaluated (:mod:`metasched.model.formula`).
+    """
+
+    __tablename__ = "formulas"
+
+    kind: Mapped[str] = mapped_column(String(200), primary_key=True)
+    site: Mapped[str] = mapped_column(String(100), primary_key=True, default="")
+    expression: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[float] = mapped_column(Float, default=0.0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,8 @@ class JobSpec:
     deadline_s: float | None = None
     #: gold, silver or regular (the two-level scheduler's user classes).
     user_class: str = "regular"
+    #: Named numbers for the run-time formula of the job's kind (``metasched formula``), e.g. ``{"n": 1000}``.
+    params: dict[str, float] = field(default_factory=dict)
 
     def validate(self) -> None:
         where = f"job {self.name!r}" if self.name else f"job {self.command!r}"
@@ -45,6 +48,11 @@ class JobSpec:
             raise StoreError(f"{where}: deadline must be > 0 seconds after submission")
         if self.user_class not in ("gold", "silver", "regular"):
             raise StoreError(f"{where}: user class must be gold, silver or regular, got {self.user_class!r}")
+        for key, value in self.params.items():
+            if not key.isidentifier():
+                raise StoreError(f"{where}: parameter name {key!r} must be an identifier (letters, digits, _)")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise StoreError(f"{where}: parameter {key!r} must be a finite number, got {value!r}")
         for lic, count in self.licences.items():
             if count < 1:
                 raise StoreError(f"{where}: licence {lic!r} count must be >= 1")

@@ -20,8 +20,6 @@ from typing import Any
 
 _NAME = re.compile(r"(?<![:\w]):(\w+)")
 
-#: The columns a claim policy needs of a ready job, in this order.
-READY_COLUMNS = "id, submit_at, cpus, mem_mb, time_s, licences, name, command, deadline_at, user_class"
 #: The columns a placeholder gets of a claimed job (:class:`ClaimedJob` order, without the lease).
 CLAIMED_COLUMNS = "id, attempts, name, command, cwd, env, cpus, mem_mb, time_s"
 
@@ -31,10 +29,6 @@ class Statements:
 
     def __init__(self, postgres: bool) -> None:
         self.postgres = postgres
-        lock = " FOR UPDATE SKIP LOCKED" if postgres else ""
-        self.ready = self._(
-            f"SELECT {READY_COLUMNS} FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT :n{lock}"
-        )
         #: Is anything ready? (a read-only probe before taking the writer lock)
         self.any_ready = self._("SELECT 1 FROM jobs WHERE state = 'queued' AND pending_deps = 0 LIMIT 1")
         self.any_unfinished = self._("SELECT 1 FROM jobs WHERE state IN ('queued', 'running') LIMIT 1")

@@ -47,10 +47,20 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 
+from metasched.model.formula import ExpressionFormula, FormulaError
 from metasched.model.job import Job
+from metasched.model.licence import free_copies, held
 from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
-from metasched.runtime.metaqueue.models import DependencyRow, EventRow, JobRow, PlaceholderRow, SiteRow
+from metasched.runtime.metaqueue.models import (
+    DependencyRow,
+    EventRow,
+    FormulaRow,
+    JobRow,
+    LicenceRow,
+    PlaceholderRow,
+    SiteRow,
+)
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
 from metasched.runtime.metaqueue.statements import Statements, ids_params, json_value
 from metasched.runtime.metaqueue.states import BROKEN, JobState
@@ -62,6 +72,10 @@ DEPS = cast(Table, DependencyRow.__table__)
 EVENTS = cast(Table, EventRow.__table__)
 PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
+LICENCES = cast(Table, LicenceRow.__table__)
+FORMULAS = cast(Table, FormulaRow.__table__)
+#: Job states whose job holds its licences (handed out and not finished: running or leased).
+HOLDS_LICENCES = (JobState.RUNNING,)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 _SQLITE_LOCKS: dict[str, threading.RLock] = {}
@@ -70,7 +84,7 @@ DEFAULT_LEASE_S = 60.0
 #: How many of the oldest ready jobs a ranking claim policy (not ``prefix_stable``) sees per claim.
 RANKING_WINDOW = RANKING_WINDOW_JOBS
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 
 def metasched_home() -> Path:
@@ -166,6 +180,15 @@ class Store:
         self._watch_version = 0
         #: When each placeholder's ``last_seen_at`` was last written by this process (see :meth:`_seen`).
         self._seen_at: dict[str, float] = {}
+        #: Ready-job cache of :meth:`_ready_jobs`: static columns by job id, and the built jobs per
+        #: (asking site, snapshot sites, estimates) with their shared estimates tables per kind.
+        self._ready_rows: dict[int, tuple[Any, ...]] = {}
+        self._ready_made: dict[
+            tuple[object, ...], tuple[Estimates, object, dict[int, Job], dict[str, dict[str, float]]]
+        ] = {}
+        #: The user's run-time formulas, ``{kind: {site or "": formula}}``, re-read like the typical waits.
+        self._formulas: dict[str, dict[str, ExpressionFormula]] | None = None
+        self._formulas_at = -math.inf
         with _SQLITE_LOCKS_GUARD:
             self._write_lock = _SQLITE_LOCKS.setdefault(str(engine.url), threading.RLock())
 
@@ -309,6 +332,7 @@ class Store:
                         "time_s": float(spec.time_s),
                         "deadline_at": None if spec.deadline_s is None else now + spec.deadline_s,
                         "user_class": spec.user_class,
+                        "params": dict(spec.params) or None,
                         "state": state,
                         "pending_deps": pending,
                         "attempts": 0,
@@ -400,37 +424,16 @@ class Store:
         size = first if self.policy.prefix_stable else min(window, RANKING_WINDOW)
         while True:
             # Most claims are served by the first few ready jobs: look further only when they do not fit.
-            cands = _run(conn, self._sql.ready, {"n": size}).fetchall()
-            if not cands:
+            ready = self._ready_jobs(conn, site, sites, est, size)
+            if not ready:
                 break
-            lic = [_licences(r[5]) for r in cands]
-            ready = []
-            # One estimates table per kind, shared (read-only) by its jobs: policies memoise on it.
-            tables: dict[str, dict[str, float]] = {}
-            for i, r in enumerate(cands):
-                # READY_COLUMNS, in order (licences were decoded above)
-                job_id, submit_at, cpus, mem_mb, time_s, _, name, command, deadline_at, user_class = r
-                kind = self._kind(name, command)
-                table = tables.get(kind)
-                if table is None:
-                    table = tables[kind] = (
-                        {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
-                    )
-                # The user's --time is the limit; without one, the learned estimate here feeds the
-                # "fits my remaining wall time" check.
-                requested = time_s if time_s > 0 else table.get(site, 0.0)
-                attrs = {"mem_mb": mem_mb, "licences": lic[i], "kind": kind, "estimates": table}
-                attrs["user_class"] = user_class or "regular"
-                if deadline_at is not None:
-                    attrs["deadline"] = deadline_at
-                ready.append(Job(job_id, submit_at, requested, requested, cpus, attrs=attrs))
-            if any(lic):
-                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._free_licences(conn, site))
+            if any(j.attrs["licences"] for j in ready):
+                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._licence_guard(conn, site))
             chosen = self.policy.select(ready, site, free, now, limit, world) if free.cpus > 0 else []
             if (
                 free.cpus <= 0
                 or len(chosen) >= limit
-                or len(cands) < size
+                or len(ready) < size
                 or size >= window
                 or not self.policy.prefix_stable
             ):
@@ -530,6 +533,162 @@ class Store:
             self._learned_at = clock
         return self._estimates
 
+    def _ready_jobs(self, conn: Connection, site: str, sites: Sequence[str], est: Estimates, size: int) -> list[Job]:
+        """The ``size`` oldest ready jobs (by id) as the claim policy sees them at ``site`` (see the module doc).
+
+        Locked like the candidates of a claim (``FOR UPDATE SKIP LOCKED`` on PostgreSQL). Only the
+        ids are read each time: a queued job's own columns never change, so its row is read once and
+        its :class:`Job` reused while the asking site, the sites of the snapshot and the estimates
+        are the same (policies never change their inputs, house rule zero). Jobs of a kind share one
+        estimates table (read-only): policies memoise on it.
+        """
+        ids = [r[0] for r in _raw(conn, _READY_IDS_PG if self.is_postgres else _READY_IDS_SQLITE, (size,))]
+        rows = self._ready_rows
+        if len(rows) > 50_000:  # forget the rows of jobs long gone from the queue
+            rows.clear()
+            self._ready_made.clear()
+        missing = {jid for jid in ids if jid not in rows}
+        if missing:
+            for chunk in _chunks(sorted(missing), 500):
+                for r in conn.execute(_READY_ROWS.where(JOBS.c.id.in_(chunk))):
+                    rows[r.id] = (
+                        r.submit_at,
+                        r.cpus,
+                        r.mem_mb,
+                        r.time_s,
+                        _licences(r.licences_text),
+                        self._kind(r.name, r.command),
+                        r.deadline_at,
+                        r.user_class or "regular",
+                        _params(r.params_text),
+                    )
+        formulas = self._formula_map(conn)
+        key = (site, tuple(sites), id(est), id(formulas))
+        made = self._ready_made.get(key)
+        if made is None or made[0] is not est or made[1] is not formulas:
+            if len(self._ready_made) > 64:
+                self._ready_made.clear()
+            made = self._ready_made[key] = (est, formulas, {}, {})
+        _, _, jobs, tables = made
+        out = []
+        for jid in ids:
+            job = jobs.get(jid)
+            if job is None or jid in missing:
+                submit_at, cpus, mem_mb, time_s, lic, kind, deadline_at, user_class, params = rows[jid]
+                table = tables.get(kind)
+                if table is None:
+                    table = tables[kind] = (
+                        {s: e for s in sites if (e := est.estimate(kind, s)) is not None} if len(est) else {}
+                    )
+                if params and kind in formulas:  # the user's formula, where it can be evaluated
+                    table = _with_formulas(table, formulas[kind], params, sites)
+                # The user's --time is the limit; without one, the estimate here (the formula's, else
+                # the learned one) feeds the "fits my remaining wall time" check.
+                requested = time_s if time_s > 0 else table.get(site, 0.0)
+                attrs = {"mem_mb": mem_mb, "licences": lic, "kind": kind, "estimates": table, "user_class": user_class}
+                if deadline_at is not None:
+                    attrs["deadline"] = deadline_at
+                if params:
+                    attrs["params"] = params
+                job = jobs[jid] = Job(jid, submit_at, requested, requested, cpus, attrs=attrs)
+            out.append(job)
+        if len(jobs) > 4 * max(size, RANKING_WINDOW):  # forget jobs no longer among the ready ones
+            keep = set(ids)
+            for jid in [j for j in jobs if j not in keep]:
+                del jobs[jid]
+        return out
+
+    def _formula_map(self, conn: Connection) -> dict[str, dict[str, ExpressionFormula]]:
+        """The user's formulas by kind and site (``""``: every site), cached like the typical waits."""
+        clock = time.monotonic()
+        if self._formulas is None or clock - self._formulas_at >= min(self.learn_every_s, 5.0):
+            out: dict[str, dict[str, ExpressionFormula]] = {}
+            for kind, at, text in _raw(conn, "SELECT kind, site, expression FROM formulas"):
+                try:
+                    out.setdefault(kind, {})[at] = ExpressionFormula(text)
+                except FormulaError:  # refused when set; a hand-edited row must not stop claims
+                    continue
+            # keep the same object while nothing changed: the ready-job cache is keyed on it
+            if out != self._formulas:
+                self._formulas = out
+            self._formulas_at = clock
+        assert self._formulas is not None
+        return self._formulas
+
+    def set_formula(self, kind: str, expression: str | None, site: str = "", now: float | None = None) -> None:
+        """Set (or, with ``None``, remove) the run-time formula of ``kind`` at ``site`` (``""``: every site).
+
+        The formula is checked here (:class:`~metasched.model.formula.ExpressionFormula`: arithmetic
+        on the job's parameters only); an invalid one is refused with the reason.
+        """
+        now = time.time() if now is None else now
+        if not kind.strip():
+            raise StoreError("formula: the job kind must not be empty")
+        if expression is not None:
+            try:
+                ExpressionFormula(expression)
+            except FormulaError as exc:
+                raise StoreError(str(exc)) from None
+        with self._tx() as conn:
+            where = (FORMULAS.c.kind == kind) & (FORMULAS.c.site == site)
+            if expression is None:
+                conn.execute(FORMULAS.delete().where(where))
+            elif (
+                conn.execute(update(FORMULAS).where(where).values(expression=expression, updated_at=now)).rowcount == 0
+            ):
+                conn.execute(insert(FORMULAS).values(kind=kind, site=site, expression=expression, updated_at=now))
+            self._event(conn, now, "formula", detail=f"{kind}@{site or '*'}: {expression or 'unset'}")
+        self._formulas = None  # this process sees it at once
+
+    def formulas(self) -> list[dict[str, Any]]:
+        """The user's formulas with how well they did on the finished jobs that carried parameters.
+
+        Each: ``kind``, ``site`` (``""``: every site), ``expression``, ``runs`` (finished runs it
+        could be evaluated on) and ``error`` (their mean relative error |formula - actual| / actual,
+        ``None`` without runs), ``missing`` (runs lacking a parameter it names).
+        """
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(FORMULAS.c.kind, FORMULAS.c.site, FORMULAS.c.expression).order_by(
+                    FORMULAS.c.kind, FORMULAS.c.site
+                )
+            ).all()
+            done = conn.execute(
+                select(JOBS.c.name, JOBS.c.command, JOBS.c.site, JOBS.c.start_at, JOBS.c.end_at, _PARAMS_TEXT).where(
+                    JOBS.c.state == JobState.DONE, JOBS.c.start_at.is_not(None), JOBS.c.end_at.is_not(None)
+                )
+            ).all()
+        by_kind: dict[str, list[tuple[str, float, dict[str, float]]]] = defaultdict(list)
+        for r in done:
+            run = r.end_at - r.start_at
+            if run > 0:
+                by_kind[job_kind(r.name, r.command)].append((r.site or "", run, _params(r.params_text)))
+        out = []
+        for kind, at, text in rows:
+            f = ExpressionFormula(text)
+            errs, missing = [], 0
+            # a site's own formula is judged on that site's runs; a formula for every site on the
+            # runs at sites without their own
+            own = {s for k, s, _ in rows if k == kind and s}
+            for run_site, run, params in by_kind.get(kind, []):
+                if (at and run_site != at) or (not at and run_site in own):
+                    continue
+                try:
+                    errs.append(abs(f(params) - run) / run)
+                except FormulaError:
+                    missing += 1
+            out.append(
+                {
+                    "kind": kind,
+                    "site": at,
+                    "expression": text,
+                    "runs": len(errs),
+                    "error": sum(errs) / len(errs) if errs else None,
+                    "missing": missing,
+                }
+            )
+        return out
+
     def _world(self, conn: Connection, asker: str, now: float, est: Estimates) -> ClaimWorld:
         """Every active placeholder but ``asker``, as claim policies see them (:class:`ClaimWorld`).
 
@@ -538,38 +697,36 @@ class Store:
         has waited longer than that, after as long again as it has waited (so a site whose
         placeholders never start stops holding jobs back).
         """
-        phs = conn.execute(
-            select(PLACEHOLDERS.c.id, PLACEHOLDERS.c.site, PLACEHOLDERS.c.state, PLACEHOLDERS.c.submitted_at).where(
-                PLACEHOLDERS.c.state.in_(["submitted", "queued", "running"])
-            )
-        ).all()
-        if not phs:
+        # One query (a placeholder with its running jobs, if any), on the driver's cursor: this runs
+        # in every claim of a planning policy.
+        rows = _raw(conn, _WORLD_SQL)
+        if not rows:
             return ClaimWorld({})
         busy: dict[str, float] = {}
-        for r in conn.execute(
-            select(
-                JOBS.c.placeholder_id, JOBS.c.site, JOBS.c.start_at, JOBS.c.time_s, JOBS.c.name, JOBS.c.command
-            ).where(JOBS.c.state == JobState.RUNNING)
-        ):
-            guess = est.estimate(self._kind(r.name, r.command), r.site) if r.site else None
-            end = (r.start_at or now) + (guess if guess is not None else r.time_s)
-            busy[r.placeholder_id] = max(busy.get(r.placeholder_id, end), end)
+        phs: dict[str, tuple[str, str, float]] = {}
+        for pid, ph_site, state, submitted_at, job_site, start_at, time_s, name, command in rows:
+            phs[pid] = (ph_site, state, submitted_at)
+            if time_s is None:  # no running job
+                continue
+            guess = est.estimate(self._kind(name, command), job_site) if job_site else None
+            end = (start_at or now) + (guess if guess is not None else time_s)
+            busy[pid] = max(busy.get(pid, end), end)
         waits = self._typical_waits(conn)
         idle: dict[str, int] = defaultdict(int)
         busy_until: dict[str, list[float]] = defaultdict(list)
         queued: dict[str, list[float]] = defaultdict(list)
-        for p in phs:
-            if p.id == asker:
+        for pid, (ph_site, state, submitted_at) in phs.items():
+            if pid == asker:
                 continue
-            if p.state == "running":
-                if p.id in busy:
-                    busy_until[p.site].append(busy[p.id])
+            if state == "running":
+                if pid in busy:
+                    busy_until[ph_site].append(busy[pid])
                 else:
-                    idle[p.site] += 1
+                    idle[ph_site] += 1
             else:
-                typical = waits.get(p.site, 0.0)
-                queued[p.site].append(max(p.submitted_at + typical, 2 * now - p.submitted_at))
-        names = sorted({p.site for p in phs})
+                typical = waits.get(ph_site, 0.0)
+                queued[ph_site].append(max(submitted_at + typical, 2 * now - submitted_at))
+        names = sorted({ph_site for ph_site, _, _ in phs.values()})
         return ClaimWorld(
             {n: SiteSlots(n, idle[n], tuple(sorted(busy_until[n])), tuple(sorted(queued[n]))) for n in names}
         )
@@ -596,15 +753,82 @@ class Store:
                 self._kinds.clear()
         return kind
 
-    def _free_licences(self, conn: Connection, site: str) -> dict[str, int]:
-        row = conn.execute(select(SITES.c.licences).where(SITES.c.name == site)).first()
-        total: dict[str, int] = dict(row.licences) if row and row.licences else {}
-        for (lic,) in conn.execute(
-            select(JOBS.c.licences).where(JOBS.c.state == JobState.RUNNING, JOBS.c.site == site)
-        ):
-            for name, count in (lic or {}).items():
-                total[name] = total.get(name, 0) - count
-        return total
+    def _licence_guard(self, conn: Connection, site: str) -> dict[str, int]:
+        """The licence copies a claim at ``site`` may hand out, locked until this transaction ends.
+
+        The combination rule of site and global limits is :func:`~metasched.model.licence.free_copies`;
+        copies are held by jobs in :data:`HOLDS_LICENCES` at any site. Why concurrent claims cannot
+        overshoot: on SQLite every claim runs under ``BEGIN IMMEDIATE`` (one writer, so the counts
+        cannot change before this claim commits). On PostgreSQL the claim first locks every global
+        licence row (in name order, so two claims never wait on each other crosswise) and then the
+        asking site's row, ``FOR UPDATE``; a second claim that may hand out a licence waits there
+        until the first commits, and its count (a new statement, so at READ COMMITTED a new
+        snapshot) then sees the jobs the first handed out. Claims whose candidates need no licence
+        never come here and take no lock.
+        """
+        lock = " FOR UPDATE" if self.is_postgres else ""
+        # On the driver's cursor (this runs in every claim that may hand out a licence).
+        global_caps = {name: copies for name, copies in _raw(conn, _GLOBAL_LICENCES_SQL + lock)}
+        rows = _raw(conn, (_SITE_LICENCES_PG if self.is_postgres else _SITE_LICENCES_SQLITE) + lock, (site,))
+        site_caps = _licences(rows[0][0]) if rows else {}
+        here: list[dict[str, int]] = []
+        everywhere: list[dict[str, int]] = []
+        for at, text in _raw(conn, _HELD_LICENCES_SQL):
+            lic = _licences(text)
+            if lic:
+                everywhere.append(lic)
+                if at == site:
+                    here.append(lic)
+        return free_copies(site_caps, global_caps, held(here), held(everywhere))
+
+    def licence_usage(self) -> list[dict[str, Any]]:
+        """Each licence's limits and use: ``name``, global ``copies`` (None: no global limit),
+        ``held`` (copies held anywhere) and ``sites`` (``{site: [held, cap or None]}``)."""
+        with self.engine.connect() as conn:
+            global_caps = {n: c for n, c in conn.execute(select(LICENCES.c.name, LICENCES.c.copies))}
+            site_caps = {n: dict(lic or {}) for n, lic in conn.execute(select(SITES.c.name, SITES.c.licences))}
+            use: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+            for at, text in conn.execute(select(JOBS.c.site, _LICENCES_TEXT).where(JOBS.c.state.in_(HOLDS_LICENCES))):
+                for name, count in _licences(text).items():
+                    use[name][at or "?"] += int(count)
+        names = sorted({*global_caps, *use, *(n for caps in site_caps.values() for n in caps)})
+        out = []
+        for name in names:
+            per_site = {
+                s: [use[name].get(s, 0), caps.get(name)]
+                for s, caps in sorted(site_caps.items())
+                if name in caps or use[name].get(s)
+            }
+            for s, n in use[name].items():
+                per_site.setdefault(s, [n, None])
+            out.append(
+                {"name": name, "copies": global_caps.get(name), "held": sum(use[name].values()), "sites": per_site}
+            )
+        return out
+
+    def set_licence(self, name: str, copies: int | None, now: float | None = None) -> None:
+        """Set (``copies`` >= 0) or remove (``None``) the global limit of licence ``name``."""
+        now = time.time() if now is None else now
+        if not name or not name.strip():
+            raise StoreError("licence name must not be empty")
+        if copies is not None and copies < 0:
+            raise StoreError(f"licence {name!r}: copies must be >= 0, got {copies}")
+        with self._tx() as conn:
+            if copies is None:
+                conn.execute(LICENCES.delete().where(LICENCES.c.name == name))
+            elif (
+                conn.execute(
+                    update(LICENCES).where(LICENCES.c.name == name).values(copies=copies, updated_at=now)
+                ).rowcount
+                == 0
+            ):
+                conn.execute(insert(LICENCES).values(name=name, copies=copies, updated_at=now))
+            self._event(conn, now, "licence", detail=f"{name}={'unset' if copies is None else copies}")
+
+    def licences(self) -> dict[str, int]:
+        """The global licence limits: ``{name: copies}``."""
+        with self.engine.connect() as conn:
+            return {n: c for n, c in conn.execute(select(LICENCES.c.name, LICENCES.c.copies).order_by(LICENCES.c.name))}
 
     def _seen(self, conn: Connection, placeholder_id: str, now: float) -> None:
         # ``last_seen_at`` is for people (status, dashboard), not for leases: write it at most once a second
@@ -1188,6 +1412,79 @@ class Store:
 
 
 _LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
+_PARAMS_TEXT = type_coerce(JOBS.c.params, Text).label("params_text")
+# The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query); on PostgreSQL locked
+# as a claim's candidates. Written for the driver: they run in every claim.
+_READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
+_READY_IDS_PG = (
+    "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+# The licence guard's reads: global limits (in name order: the lock order), the asking site's own, and
+# the licences held by jobs handed out and not finished.
+_GLOBAL_LICENCES_SQL = "SELECT name, copies FROM licences ORDER BY name"
+_SITE_LICENCES_SQLITE = "SELECT licences FROM sites WHERE name = ?"
+_SITE_LICENCES_PG = "SELECT licences FROM sites WHERE name = %s"
+_HELD_LICENCES_SQL = "SELECT site, licences FROM jobs WHERE state IN ({})".format(
+    ", ".join(f"'{state}'" for state in HOLDS_LICENCES)
+)
+_WORLD_SQL = (
+    "SELECT p.id, p.site, p.state, p.submitted_at, j.site, j.start_at, j.time_s, j.name, j.command"
+    " FROM placeholders p LEFT JOIN jobs j ON j.placeholder_id = p.id AND j.state = 'running'"
+    " WHERE p.state IN ('submitted', 'queued', 'running')"
+)
+
+
+def _raw(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` run on the driver's own connection, inside ``conn``'s transaction (plain tuples)."""
+    return list(conn.connection.driver_connection.execute(sql, params).fetchall())  # type: ignore[union-attr]
+
+
+_READY_ROWS = select(
+    JOBS.c.id,
+    JOBS.c.submit_at,
+    JOBS.c.cpus,
+    JOBS.c.mem_mb,
+    JOBS.c.time_s,
+    _LICENCES_TEXT,
+    JOBS.c.name,
+    JOBS.c.command,
+    JOBS.c.deadline_at,
+    JOBS.c.user_class,
+    _PARAMS_TEXT,
+)
+
+
+def _with_formulas(
+    table: Mapping[str, float],
+    formulas: Mapping[str, ExpressionFormula],
+    params: Mapping[str, float],
+    sites: Sequence[str],
+) -> dict[str, float]:
+    """``table`` (learned estimates by site) with the user's formula where it applies and gives a positive value.
+
+    At each site the site's own formula is preferred, else the kind's formula for every site
+    (``""``); a formula that needs a parameter the job lacks, or gives a value <= 0, is skipped
+    (the learned estimate stays).
+    """
+    out = dict(table)
+    for s in sites:
+        f = formulas.get(s) or formulas.get("")
+        if f is None:
+            continue
+        try:
+            value = f(params)
+        except FormulaError:
+            continue
+        if value > 0:
+            out[s] = value
+    return out
+
+
+def _params(text: Any) -> dict[str, float]:
+    if not text or text in ("null", "{}"):
+        return {}
+    value = json.loads(text) if isinstance(text, str) else text
+    return {str(k): float(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _licences(text: Any) -> dict[str, int]:

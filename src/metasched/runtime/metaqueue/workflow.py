@@ -87,9 +87,35 @@ _KEYS = {
     "max_attempts",
     "deadline",
     "user_class",
+    "params",
     "inputs",
     "outputs",
 }
+
+
+def parse_params(value: Any, where: str = "job") -> dict[str, float]:
+    """Job parameters: a mapping ``{name: number}`` or ``NAME=NUMBER`` strings (``--param n=1000``)."""
+    if value is None:
+        return {}
+    items: list[tuple[Any, Any]]
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = []
+        for text in value:
+            name, sep, number = str(text).partition("=")
+            if not sep:
+                raise StoreError(f"{where}: parameter {text!r} must be NAME=NUMBER")
+            items.append((name.strip(), number.strip()))
+    else:
+        raise StoreError(f"{where}: params must be a mapping of names to numbers, got {value!r}")
+    out: dict[str, float] = {}
+    for name, number in items:
+        try:
+            out[str(name)] = float(number)
+        except (TypeError, ValueError):
+            raise StoreError(f"{where}: parameter {name!r} must be a number, got {number!r}") from None
+    return out
 
 
 def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: Path | None = None) -> JobSpec:
@@ -134,6 +160,7 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: P
         max_attempts=int(entry.get("max_attempts", 3)),
         deadline_s=parse_duration_s(entry["deadline"]) if entry.get("deadline") else None,
         user_class=str(entry.get("user_class", "regular")).lower(),
+        params=parse_params(entry.get("params"), where),
     )
 
 

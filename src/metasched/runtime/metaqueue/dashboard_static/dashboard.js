@@ -148,6 +148,12 @@ function render(data) {
   for (const k of ["ready", "queued", "running", "done", "failed", "dep_failed", "cancelled"]) {
     counts.appendChild(el("span", { class: "pill st-" + k, id: "count-" + k }, k + ": " + (data.counts[k] || 0)));
   }
+  document.getElementById("policy").textContent = "claim policy: " + (data.policy || "?");
+  table("licences", ["licence", "held", "global limit", "per site: held / site limit"],
+        (data.licences || []).map(l => [l.name,
+          { text: String(l.held), cls: l.copies != null && l.held >= l.copies ? "full" : "" },
+          l.copies ?? "none",
+          Object.entries(l.sites).map(([s, [n, cap]]) => s + " " + n + "/" + (cap ?? "-")).join("  ")]));
   table("sites", ["site", "adapter", "target", "placeholders", "throttle decisions", "running jobs", "done jobs"],
         data.sites.map(s => [s.name, s.adapter, s.target ?? "", kv(s.placeholders), kv(s.decisions),
                              s.running_jobs, s.done_jobs]));
