@@ -322,3 +322,27 @@ def test_direct_exec_never_for_shell_syntax(rest: str) -> None:
 
 def test_relative_path_entries_leave_lookup_to_bash() -> None:
     assert shell_argv("true", {"PATH": ".:/usr/bin"})[:2] == ["/bin/bash", "-c"]
+
+
+def test_watchdog_forgets_an_ended_job_at_once_and_kills_only_live_ones() -> None:
+    """A pid the agent said ended may soon lead somebody else's process group (pids wrap fast): the
+    watchdog must not kill it when the agent goes; a job still listed is killed."""
+    from metasched.runtime.placeholder.agent import _Watchdog
+
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)  # stands for a reused pid
+    ours = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    dog = _Watchdog()
+    try:
+        dog.started(ours.pid)
+        dog.started(other.pid)
+        dog.ended(other.pid)  # and no further start follows: the end must not wait for one
+        time.sleep(0.2)
+        dog.close()  # the agent exits: EOF on the pipe
+        assert ours.wait(timeout=10) == -signal.SIGKILL
+        time.sleep(0.2)
+        assert other.poll() is None
+    finally:
+        for p in (other, ours):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

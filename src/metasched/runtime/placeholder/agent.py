@@ -248,18 +248,20 @@ class _Watchdog:
         )
         assert self.proc.stdin is not None
         self.fd = self.proc.stdin.fileno()
-        self.gone: list[int] = []
 
     def started(self, pid: int) -> None:
-        """Say at once (one small write) that ``pid`` leads a job's process group; ended ones ride along."""
-        msg = "".join(f"- {p}\n" for p in self.gone) + f"+ {pid}\n"
-        self.gone.clear()
-        with contextlib.suppress(OSError):
-            os.write(self.fd, msg.encode())
+        """Say at once (one small write) that ``pid`` leads a job's process group."""
+        self._say(f"+ {pid}\n")
 
     def ended(self, pid: int) -> None:
-        # No hurry: killing a group that has already ended is harmless (until its pid is reused, much later).
-        self.gone.append(pid)
+        """Say at once that ``pid``'s job ended. Called BEFORE the child is reaped: until then its pid
+        cannot be reused, so the watchdog never holds a pid that may now lead somebody else's process
+        group (pids wrap quickly: ``pid_max`` is 32,768 on many systems, a minute of short jobs)."""
+        self._say(f"- {pid}\n")
+
+    def _say(self, msg: str) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self.fd, msg.encode())  # one write < PIPE_BUF: atomic, safe from any thread
 
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -407,6 +409,10 @@ class Agent:
         threading.Thread(target=self._reap, args=(run,), daemon=True).start()
 
     def _reap(self, run: _Run) -> None:
+        if self._watchdog is not None:
+            with contextlib.suppress(ChildProcessError, OSError):  # wait for the end without reaping
+                os.waitid(os.P_PID, run.proc.pid, os.WEXITED | os.WNOWAIT)
+            self._watchdog.ended(run.proc.pid)
         run.proc.wait()
         self.finished.put(run.job.job_id)
 
@@ -430,6 +436,8 @@ class Agent:
             for jid in ended:
                 run = self.runs.get(jid)
                 if run is not None:
+                    if self._watchdog is not None:
+                        self._watchdog.ended(run.proc.pid)  # before reaping: see _Watchdog.ended
                     run.proc.wait()
                     self.finished.put(jid)
             block_s = 0.0
@@ -439,8 +447,6 @@ class Agent:
             return
         while True:
             run = self.runs.pop(jid, None)
-            if run is not None and self._watchdog is not None:
-                self._watchdog.ended(run.proc.pid)
             if run is not None and not run.killed:
                 code = run.proc.returncode
                 end = time.time()
