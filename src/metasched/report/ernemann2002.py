@@ -13,11 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
+from metasched.report.plots import pyplot
 from metasched.sim.exp_ernemann2002 import (
     GRID_CONFIGS,
     LOCAL,
@@ -94,6 +90,7 @@ def figure4(idx: Mapping[Key, float], path: Path, workload: str, config: str = "
             labels.append(label)
             values.append(idx[key])
             colours.append(colour)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.2))
     ax.bar(range(len(values)), values, color=colours)
     ax.set_xticks(range(len(values)), labels, rotation=45, ha="right")
@@ -108,6 +105,7 @@ def figure4(idx: Mapping[Key, float], path: Path, workload: str, config: str = "
 def figure5(idx: Mapping[Key, float], path: Path, workload: str) -> None:
     """Multi-site AWRT over the overhead, per configuration, relative to m512 (job sharing dashed)."""
     ref = idx.get((workload, REFERENCE, SINGLE, 2, 0.0))
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
     if ref:
         for k, c in enumerate(GRID_CONFIGS):
@@ -132,6 +130,7 @@ def figure5(idx: Mapping[Key, float], path: Path, workload: str) -> None:
 
 def figure6(idx: Mapping[Key, float], path: Path, workloads: Sequence[str], config: str = "m128") -> None:
     """Multi-site AWRT over the overhead relative to job sharing, one line per workload."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     for w in workloads:
         js = idx.get((w, config, SHARING, 2, 0.0))
@@ -151,6 +150,7 @@ def figure6(idx: Mapping[Key, float], path: Path, workloads: Sequence[str], conf
 
 def figure7(idx: Mapping[Key, float], path: Path, workload: str, config: str = "m128") -> None:
     """Multi-site with wide jobs split into parts of the largest machine (mod 2) vs kept (mod 3)."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     for mod, label in ((2, "wide jobs split (modification 2)"), (3, "wide jobs kept (modification 3)")):
         xs, ys = _series(idx, workload, config, mod)

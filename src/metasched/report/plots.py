@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, imported on first use: it costs about a second, which
+    every CLI command (``metasched status``, a placeholder's start) would otherwise pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def wait_cdf(waits: Mapping[str, np.ndarray], path: Path, title: str = "") -> None:
     """Cumulative distribution of job wait times, one line per scheduler."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for label, values in waits.items():
         data = np.sort(values[np.isfinite(values)])
