@@ -209,6 +209,25 @@ def test_invariants_on_random_workloads(scenario: tuple[list[Site], list[Job]], 
     assert np.allclose(r.end_time - r.start_time, r.run_time)
 
 
+@given(scenarios(), st.sampled_from(range(len(CONFIGS))))
+@settings(max_examples=60, deadline=None)
+def test_incremental_replanning_gives_the_reference_results(
+    scenario: tuple[list[Site], list[Job]], config: int
+) -> None:
+    """Sites planned by ``replan`` from their previous schedule (the default) and by ``plan``
+    from scratch every time (``incremental=False``, the reference) give the same run, event
+    for event, for every scheme."""
+    sites, jobs = scenario
+    meta, local = CONFIGS[config]
+    fast = simulate_multisite(jobs, sites, meta, local, log=True)
+    reference = simulate_multisite(jobs, sites, meta, local, log=True, incremental=False)
+    assert fast.log == reference.log
+    assert np.array_equal(fast.start_time, reference.start_time)
+    assert np.array_equal(fast.site, reference.site)
+    assert np.array_equal(fast.messages, reference.messages)
+    assert fast.plans == reference.plans
+
+
 @given(scenarios())
 @settings(max_examples=25, deadline=None)
 def test_same_input_same_results(scenario: tuple[list[Site], list[Job]]) -> None:

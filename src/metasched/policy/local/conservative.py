@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from metasched.model.job import Job
 from metasched.model.profile import Profile
-from metasched.policy.base import LocalScheduler, Plan, SiteView
+from metasched.policy.base import LocalScheduler, Plan, QueueOrder, SiteView
 
 
 @dataclass(slots=True)
@@ -137,9 +137,311 @@ class ConservativeBackfill(LocalScheduler):
         hint.queued = len(view.queue) - len(starts)
         return Plan(starts=starts, reservations=dict(reservations), hint=hint)
 
+    # -- repair: a whole pass from the previous schedule -------------------------------------
+
+    def replan(self, view: SiteView, now: float, previous: Any) -> tuple[Plan, Any]:
+        """``plan(view, now)`` (without its hint), computed by repairing ``previous``, a
+        :class:`ConservativeSchedule` this method returned earlier for any view at an instant
+        ``<= now``; returns the plan and the schedule to pass next time. ``previous`` is not
+        modified.
+
+        Why the repair is exact. Let ``P(q)`` be the profile a pass places queued job ``q`` in:
+        the running jobs' releases plus the reservations of the jobs ahead of ``q``. In the old
+        pass ``q`` got ``r``, the earliest start ``>= old now`` where it fits ``P_old(q)``. In
+        the new pass (same relative order of the jobs both queues hold, which a rank that
+        depends on the job alone guarantees), ``P_new(q) - P_old(q)`` is a sum of *gains* (a
+        running job that ended before its expected end, the old windows of the jobs ahead
+        that left the queue or moved) and *losses* (jobs started since, new jobs, the new
+        windows of moved jobs). A start ``s`` in ``[now, r)`` did not fit ``P_old(q)``, so it
+        can fit ``P_new(q)`` only if its window meets a gain: only those starts are searched.
+        If none fits, ``r`` itself still fits unless its window meets a loss (then it is
+        checked, and on failure the search goes on from ``r``). Gains and losses are kept as
+        unions of intervals, supersets of where the profiles really differ (a superset only
+        costs searches). A job started as planned (at its old reservation) leaves the profile
+        of the jobs behind it unchanged: its window is only a loss for the jobs ahead.
+        Queue orders whose rank may depend on the view or ``now`` get a full pass.
+        """
+        order = self.order
+        static = order.is_arrival_order or order.is_static
+        if not isinstance(previous, ConservativeSchedule) or now < previous.now or not static:
+            previous = None
+        return _repair(view, now, previous, order)
+
     @staticmethod
     def profile(view: SiteView, now: float) -> Profile:
         """The availability profile of ``view`` from its running jobs alone."""
         running = view.running_by_end if view.running_by_end is not None else view.running
         releases = [(r.expected_end, r.procs) for r in running]
         return Profile.from_releases(view.total_procs, now, view.free_procs, releases)
+
+
+@dataclass(slots=True)
+class ConservativeSchedule:
+    """A conservative pass's whole schedule, the reference :meth:`ConservativeBackfill.replan`
+    repairs: the instant, the availability from the running jobs alone, and every queued job
+    in queue order with its start (that instant for the jobs the pass started). ``ranks`` holds
+    the queue order's keys when it is not arrival order."""
+
+    now: float
+    base: Profile
+    ids: list[int]
+    procs: list[int]
+    durations: list[float]
+    starts: list[float]
+    ranks: list[Any] | None
+
+
+class _Intervals:
+    """A union of half-open intervals ``[lo, hi)``, disjoint and sorted."""
+
+    __slots__ = ("his", "los")
+
+    def __init__(self) -> None:
+        self.los: list[float] = []
+        self.his: list[float] = []
+
+    def add(self, lo: float, hi: float) -> None:
+        los, his = self.los, self.his
+        i = bisect_left(his, lo)  # first interval ending at or after lo
+        j = bisect_right(los, hi)  # intervals i..j-1 touch [lo, hi]
+        if i < j:
+            if los[i] < lo:
+                lo = los[i]
+            if his[j - 1] > hi:
+                hi = his[j - 1]
+        los[i:j] = [lo]
+        his[i:j] = [hi]
+
+    def meets(self, lo: float, hi: float) -> bool:
+        """Whether ``[lo, hi)`` meets the union."""
+        his = self.his
+        k = bisect_right(his, lo)
+        return k < len(his) and self.los[k] < hi
+
+
+def _base_diff(old: Profile, new: Profile, now: float, gains: _Intervals, losses: _Intervals) -> None:
+    """Add to ``gains`` (``losses``) the parts of ``[now, inf)`` where ``new`` has more (fewer)
+    processors free than ``old``."""
+    ot, of, nt, nf = old.times, old.free, new.times, new.free
+    i = max(bisect_right(ot, now) - 1, 0)
+    j = max(bisect_right(nt, now) - 1, 0)
+    t = now
+    while True:
+        d = nf[j] - of[i]
+        t_old = ot[i + 1] if i + 1 < len(ot) else None
+        t_new = nt[j + 1] if j + 1 < len(nt) else None
+        if t_old is None and t_new is None:
+            nxt = float("inf")
+        elif t_old is None:
+            nxt = t_new  # type: ignore[assignment]
+        elif t_new is None:
+            nxt = t_old
+        else:
+            nxt = t_old if t_old < t_new else t_new
+        if d > 0:
+            gains.add(t, nxt)
+        elif d < 0:
+            losses.add(t, nxt)
+        if nxt == float("inf"):
+            return
+        if t_old == nxt:
+            i += 1
+        if t_new == nxt:
+            j += 1
+        t = nxt
+
+
+def _repair(
+    view: SiteView, now: float, prev: ConservativeSchedule | None, order: QueueOrder
+) -> tuple[Plan, ConservativeSchedule]:
+    running = view.running_by_end if view.running_by_end is not None else view.running
+    base = Profile.from_releases(view.total_procs, now, view.free_procs, [(r.expected_end, r.procs) for r in running])
+    profile = base.copy()
+    gains, losses = _Intervals(), _Intervals()
+    ranks: list[Any] | None = None
+    position: dict[int, int] = {}
+    planned: set[int] = set()
+    if prev is None:
+        if order.is_arrival_order:
+            queue = list(view.queue)
+        else:
+            keyed = sorted(((order.rank(job, view, now), job) for job in view.queue), key=_first)
+            queue = [job for _, job in keyed]
+            ranks = [key for key, _ in keyed]
+    else:
+        position = {job_id: k for k, job_id in enumerate(prev.ids)}
+        if order.is_arrival_order:
+            queue = list(view.queue)
+        else:
+            queue, ranks = _merged_order(view, now, prev, position, order)
+        # A job started as planned (its window now in ``base``) changes nothing for the jobs
+        # behind it: compare ``base`` with the old one plus those windows, and count each
+        # window as a loss for the jobs ahead of it.
+        adjusted: Profile | None = None
+        for held in running:
+            k = position.get(held.job.job_id, -1)
+            if (
+                k >= 0
+                and held.start_time == prev.starts[k]
+                and held.procs == prev.procs[k]
+                and held.expected_end == held.start_time + prev.durations[k]
+                and held.procs > 0
+                and held.expected_end > held.start_time
+            ):
+                if adjusted is None:
+                    adjusted = prev.base.copy()
+                adjusted.reserve(held.start_time, prev.durations[k], held.procs)
+                losses.add(held.start_time, held.expected_end)
+                planned.add(k)
+        _base_diff(adjusted if adjusted is not None else prev.base, base, now, gains, losses)
+    free = view.free_procs
+    starts: list[Job] = []
+    reservations: dict[int, float] = {}
+    ids: list[int] = []
+    procs_of: list[int] = []
+    durations: list[float] = []
+    placed: list[float] = []
+    next_old = 0
+    times, frees = profile.times, profile.free
+    first_free: dict[int, float] = {}
+    shape_fit: dict[tuple[int, float], float] = {}
+    for job in queue:
+        job_id = job.job_id
+        procs = job.requested_procs
+        duration = job.requested_time
+        k = position.get(job_id, -1)
+        if k >= 0:
+            assert prev is not None
+            if prev.procs[k] != procs or prev.durations[k] != duration:
+                k = -1
+            elif k < next_old:
+                # Two jobs swapped places: the repair does not apply.
+                return _repair(view, now, None, order)
+        if k >= 0:
+            assert prev is not None
+            # Old jobs ahead of this one that left the queue free their old windows.
+            for gone in range(next_old, k):
+                if gone not in planned and prev.durations[gone] > 0 and prev.procs[gone] > 0:
+                    at = prev.starts[gone]
+                    gains.add(at, at + prev.durations[gone])
+            next_old = k + 1
+            r = prev.starts[k]
+            if r < now or duration <= 0 or procs <= 0:
+                start = _place(profile, times, frees, first_free, shape_fit, procs, duration, now, now)
+            elif gains.his and _gain_candidates(gains, duration, _first_free(times, frees, first_free, procs, now), r):
+                # A gain may let the job start earlier: search as a full pass does.
+                start = _place(profile, times, frees, first_free, shape_fit, procs, duration, now, now)
+            elif not losses.meets(r, r + duration) or profile.fits(procs, duration, r):
+                start = r
+                profile.take(start, duration, procs)
+                shape_fit[procs, duration] = r
+            else:
+                start = _place(profile, times, frees, first_free, shape_fit, procs, duration, r, now)
+            if start != r and duration > 0 and procs > 0:
+                gains.add(r, r + duration)
+                losses.add(start, start + duration)
+        else:
+            start = _place(profile, times, frees, first_free, shape_fit, procs, duration, now, now)
+            if duration > 0 and procs > 0:
+                losses.add(start, start + duration)
+        if start <= now and procs <= free:
+            starts.append(job)
+            free -= procs
+        else:
+            reservations[job_id] = start
+        ids.append(job_id)
+        procs_of.append(procs)
+        durations.append(duration)
+        placed.append(start)
+    schedule = ConservativeSchedule(now, base, ids, procs_of, durations, placed, ranks)
+    return Plan(starts=starts, reservations=reservations), schedule
+
+
+def _first_free(times: list[float], frees: list[int], cache: dict[int, float], procs: int, now: float) -> float:
+    """The first instant ``>= now`` with ``procs`` free. Within a pass the profile only loses
+    processors, so it only moves later: ``cache`` keeps it per width (as in the full pass)."""
+    after = cache.get(procs, now)
+    i = bisect_right(times, after) - 1
+    n = len(times)
+    while i < n and frees[i] < procs:
+        i += 1
+    if i < n and times[i] > after:
+        after = times[i]
+    cache[procs] = after
+    return after
+
+
+def _place(
+    profile: Profile,
+    times: list[float],
+    frees: list[int],
+    first_free: dict[int, float],
+    shape_fit: dict[tuple[int, float], float],
+    procs: int,
+    duration: float,
+    after: float,
+    now: float,
+) -> float:
+    """``profile.place(procs, duration, after)``, searching from the later of ``after``, the
+    first instant with ``procs`` free and the start of the last job of the same shape (neither
+    can be beaten within a pass, where the profile only loses processors; as in the full pass)."""
+    floor = _first_free(times, frees, first_free, procs, now)
+    if floor < after:
+        floor = after
+    shape = (procs, duration)
+    previous = shape_fit.get(shape)
+    if previous is not None and previous > floor:
+        floor = previous
+    start = profile.place(procs, duration, floor)
+    shape_fit[shape] = start
+    return start
+
+
+def _gain_candidates(gains: _Intervals, duration: float, after: float, before: float) -> bool:
+    """Whether some start in ``[after, before)`` has a window ``duration`` long meeting a gain."""
+    if after >= before:
+        return False
+    los, his = gains.los, gains.his
+    k = bisect_right(his, after)
+    return k < len(los) and los[k] - duration < before
+
+
+def _first(pair: tuple[Any, Job]) -> Any:
+    return pair[0]
+
+
+def _merged_order(
+    view: SiteView, now: float, prev: ConservativeSchedule, position: dict[int, int], order: QueueOrder
+) -> tuple[list[Job], list[Any]]:
+    """The queue in ``order`` (a rank that depends on the job alone): the old jobs in their old
+    order, merged with the new ones sorted by rank. Same order as sorting the whole queue."""
+    assert prev.ranks is not None
+    kept: dict[int, Job] = {}
+    fresh = []
+    for job in view.queue:
+        k = position.get(job.job_id, -1)
+        if k >= 0 and prev.procs[k] == job.requested_procs and prev.durations[k] == job.requested_time:
+            kept[job.job_id] = job
+        else:
+            fresh.append((order.rank(job, view, now), job))
+    fresh.sort(key=_first)
+    queue: list[Job] = []
+    ranks: list[Any] = []
+    old_ranks = prev.ranks
+    n_fresh = len(fresh)
+    f = 0
+    for k, job_id in enumerate(prev.ids):
+        held = kept.get(job_id)
+        if held is None:
+            continue
+        key = old_ranks[k]
+        while f < n_fresh and fresh[f][0] < key:
+            ranks.append(fresh[f][0])
+            queue.append(fresh[f][1])
+            f += 1
+        ranks.append(key)
+        queue.append(held)
+    for key, job in fresh[f:]:
+        ranks.append(key)
+        queue.append(job)
+    return queue, ranks
