@@ -25,6 +25,10 @@ otherwise than by starting the plan's own starts (which leaves the other reserva
 were for any queue order that does not depend on ``now``, as FCFS and efficacy do);
 ``check=True`` re-plans whenever a plan is used, raises if a cached plan differs, and audits each
 (reservations only for live copies, never more processors than the site has).
+A plan is computed with the local scheduler's
+:meth:`~metasched.policy.base.LocalScheduler.replan` from the site's previous schedule (conservative
+backfilling repairs it instead of re-placing the queue; the plan is the same), or with ``plan`` from
+scratch when ``incremental=False`` (the reference path; ``check=True`` compares the two).
 
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by

@@ -45,7 +45,7 @@ def _same(a: object, b: object) -> None:
 
 
 @given(histories())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_replan_equals_plan_through_a_random_history(
     history: tuple[int, list[Job], list[tuple[str, int]], bool],
 ) -> None:
@@ -67,8 +67,10 @@ def test_replan_equals_plan_through_a_random_history(
         elif action == "cancel" and queue:
             queue.pop(pick % len(queue))
         elif action == "tick":
+            # Up to the next expected end, or (odd picks) past it: then old reservations lie
+            # in the past and running jobs overrun their estimates.
             nxt = min((r.expected_end for r in running.values()), default=now + 1.0)
-            now = max(now, min(nxt, now + float(pick % 7)))
+            now = now + float(pick % 31) if pick % 2 else max(now, min(nxt, now + float(pick % 7)))
         free = capacity - sum(r.procs for r in running.values())
         view = SiteView(capacity, free, list(running.values()), list(queue))
         reference = sched.plan(view, now)

@@ -52,6 +52,11 @@ class ConservativeBackfill(LocalScheduler):
     only when nothing fits, and a job whose reservation has come fits). Hence: the old jobs
     reserved at ``now`` start, and only the new arrivals are placed. Should a reservation lie
     before ``now`` anyway, or a job due now not fit, the pass falls back to a full rebuild.
+
+    Repair (:meth:`replan`, for drivers whose sites change in every way: cancellations, early
+    ends, arrivals anywhere in an efficacy queue): the previous pass's whole schedule is
+    checked job by job and each job is searched again only where the changes since may let it
+    start earlier or no longer let it start where it was; same plan as a full pass.
     """
 
     key: ClassVar[str] = "conservative"
@@ -189,6 +194,14 @@ class ConservativeSchedule:
     durations: list[float]
     starts: list[float]
     ranks: list[Any] | None
+    #: ``(position, times, free)``: the profile (``now`` on) the job at ``position`` was placed
+    #: in, every :data:`_MARK_EVERY` jobs; shared between schedules, never modified.
+    marks: list[tuple[int, list[float], list[int]]]
+
+
+#: How often (in queued jobs) a schedule keeps a copy of its profile: a repair starts from the
+#: last copy before the first job that may change rather than from the running jobs alone.
+_MARK_EVERY = 64
 
 
 class _Intervals:
@@ -219,9 +232,10 @@ class _Intervals:
         return k < len(his) and self.los[k] < hi
 
 
-def _base_diff(old: Profile, new: Profile, now: float, gains: _Intervals, losses: _Intervals) -> None:
+def _base_diff(old: Profile, new: Profile, now: float, gains: _Intervals, losses: _Intervals) -> bool:
     """Add to ``gains`` (``losses``) the parts of ``[now, inf)`` where ``new`` has more (fewer)
-    processors free than ``old``."""
+    processors free than ``old``; whether there are any."""
+    changed = False
     ot, of, nt, nf = old.times, old.free, new.times, new.free
     i = max(bisect_right(ot, now) - 1, 0)
     j = max(bisect_right(nt, now) - 1, 0)
@@ -240,10 +254,12 @@ def _base_diff(old: Profile, new: Profile, now: float, gains: _Intervals, losses
             nxt = t_old if t_old < t_new else t_new
         if d > 0:
             gains.add(t, nxt)
+            changed = True
         elif d < 0:
             losses.add(t, nxt)
+            changed = True
         if nxt == float("inf"):
-            return
+            return changed
         if t_old == nxt:
             i += 1
         if t_new == nxt:
@@ -293,7 +309,7 @@ def _repair(
                 adjusted.reserve(held.start_time, prev.durations[k], held.procs)
                 losses.add(held.start_time, held.expected_end)
                 planned.add(k)
-        _base_diff(adjusted if adjusted is not None else prev.base, base, now, gains, losses)
+        changed = _base_diff(adjusted if adjusted is not None else prev.base, base, now, gains, losses)
     free = view.free_procs
     starts: list[Job] = []
     reservations: dict[int, float] = {}
@@ -301,11 +317,21 @@ def _repair(
     procs_of: list[int] = []
     durations: list[float] = []
     placed: list[float] = []
+    marks: list[tuple[int, list[float], list[int]]] = []
     next_old = 0
+    done = 0
+    if prev is not None and not changed:
+        profile, done, next_old, free = _reuse_prefix(
+            prev, queue, now, planned, free, starts, reservations, ids, procs_of, durations, placed, marks, profile
+        )
     times, frees = profile.times, profile.free
     first_free: dict[int, float] = {}
     shape_fit: dict[tuple[int, float], float] = {}
-    for job in queue:
+    next_mark = done
+    for job in queue[done:] if done else queue:
+        if len(ids) >= next_mark:
+            marks.append((len(ids), times.copy(), frees.copy()))
+            next_mark = len(ids) + _MARK_EVERY
         job_id = job.job_id
         procs = job.requested_procs
         duration = job.requested_time
@@ -328,15 +354,26 @@ def _repair(
             r = prev.starts[k]
             if r < now or duration <= 0 or procs <= 0:
                 start = _place(profile, times, frees, first_free, shape_fit, procs, duration, now, now)
-            elif gains.his and _gain_candidates(gains, duration, _first_free(times, frees, first_free, procs, now), r):
-                # A gain may let the job start earlier: search as a full pass does.
-                start = _place(profile, times, frees, first_free, shape_fit, procs, duration, now, now)
-            elif not losses.meets(r, r + duration) or profile.fits(procs, duration, r):
-                start = r
-                profile.take(start, duration, procs)
-                shape_fit[procs, duration] = r
             else:
-                start = _place(profile, times, frees, first_free, shape_fit, procs, duration, r, now)
+                found = None
+                if gains.his:
+                    # A gain may let the job start earlier: search the starts whose window meets one.
+                    floor = _first_free(times, frees, first_free, procs, now)
+                    same = shape_fit.get((procs, duration))
+                    if same is not None and same > floor:
+                        floor = same
+                    if floor < r:
+                        found = _gain_fit(profile, gains, procs, duration, floor, r)
+                if found is not None:
+                    start = found
+                    profile.take(start, duration, procs)
+                    shape_fit[procs, duration] = start
+                elif not losses.meets(r, r + duration) or profile.fits(procs, duration, r):
+                    start = r
+                    profile.take(start, duration, procs)
+                    shape_fit[procs, duration] = r
+                else:
+                    start = _place(profile, times, frees, first_free, shape_fit, procs, duration, r, now)
             if start != r and duration > 0 and procs > 0:
                 gains.add(r, r + duration)
                 losses.add(start, start + duration)
@@ -353,8 +390,109 @@ def _repair(
         procs_of.append(procs)
         durations.append(duration)
         placed.append(start)
-    schedule = ConservativeSchedule(now, base, ids, procs_of, durations, placed, ranks)
+    schedule = ConservativeSchedule(now, base, ids, procs_of, durations, placed, ranks, marks)
     return Plan(starts=starts, reservations=reservations), schedule
+
+
+def _reuse_prefix(
+    prev: ConservativeSchedule,
+    queue: list[Job],
+    now: float,
+    planned: set[int],
+    free: int,
+    starts: list[Job],
+    reservations: dict[int, float],
+    ids: list[int],
+    procs_of: list[int],
+    durations: list[float],
+    placed: list[float],
+    marks: list[tuple[int, list[float], list[int]]],
+    profile: Profile,
+) -> tuple[Profile, int, int, int]:
+    """Copy the head of the old schedule that cannot change, without looking at its jobs again.
+
+    When the running jobs give the same profile from ``now`` on (apart from the jobs started as
+    planned), the old jobs ahead of the first one that left the queue otherwise, moved in the
+    order, was reserved before ``now`` or has a new job ahead of it, keep their starts: no gain
+    can reach them, and a job started as planned was placed around them. Their profile is the
+    old one at that point (rebuilt from the last mark before it) less the windows of the jobs
+    started as planned that were behind them. Fills the output lists; returns the profile to go
+    on with, the number of new-queue jobs done, the old position reached and the free processors.
+    """
+    old_ids, old_starts, old_procs, old_durations = prev.ids, prev.starts, prev.procs, prev.durations
+    n_old, n_new = len(old_ids), len(queue)
+    k = 0
+    i = 0
+    while k < n_old:
+        if k in planned:
+            k += 1
+            continue
+        if i < n_new:
+            job = queue[i]
+            procs = old_procs[k]
+            duration = old_durations[k]
+            if (
+                job.job_id == old_ids[k]
+                and old_starts[k] >= now
+                and job.requested_procs == procs
+                and job.requested_time == duration
+                and procs > 0
+                and duration > 0
+            ):
+                k += 1
+                i += 1
+                continue
+        break
+    if k == 0:
+        return profile, 0, 0, free
+    # The profile at old position k, now on, with every job started as planned in it.
+    positions = [m[0] for m in prev.marks]
+    m = bisect_right(positions, k) - 1
+    at, mark_times, mark_free = prev.marks[m]
+    rebuilt = Profile(profile.capacity, prev.now)
+    rebuilt.times = mark_times.copy()
+    rebuilt.free = mark_free.copy()
+    for j in range(at, k):
+        rebuilt.take(old_starts[j], old_durations[j], old_procs[j])
+    late = [j for j in planned if j >= k]
+    for j in late:
+        rebuilt.take(old_starts[j], old_durations[j], old_procs[j])
+    rebuilt.advance(now)
+    # The old marks up to k, corrected the same way (shared when nothing needs correcting).
+    shift = 0
+    ordered_planned = sorted(planned)
+    for pos, mark_times, mark_free in prev.marks[: m + 1]:
+        while shift < len(ordered_planned) and ordered_planned[shift] < pos:
+            shift += 1
+        behind = ordered_planned[shift:]
+        if not behind and now == prev.now:
+            marks.append((pos - shift, mark_times, mark_free))
+            continue
+        fixed = Profile(profile.capacity, prev.now)
+        fixed.times = mark_times.copy()
+        fixed.free = mark_free.copy()
+        for j in behind:
+            fixed.take(old_starts[j], old_durations[j], old_procs[j])
+        fixed.advance(now)
+        marks.append((pos - shift, fixed.times, fixed.free))
+    n = 0
+    for j in range(k):
+        if j in planned:
+            continue
+        job = queue[n]
+        n += 1
+        start = old_starts[j]
+        procs = old_procs[j]
+        if start <= now and procs <= free:
+            starts.append(job)
+            free -= procs
+        else:
+            reservations[job.job_id] = start
+        ids.append(job.job_id)
+        procs_of.append(procs)
+        durations.append(old_durations[j])
+        placed.append(start)
+    return rebuilt, i, k, free
 
 
 def _first_free(times: list[float], frees: list[int], cache: dict[int, float], procs: int, now: float) -> float:
@@ -397,13 +535,30 @@ def _place(
     return start
 
 
-def _gain_candidates(gains: _Intervals, duration: float, after: float, before: float) -> bool:
-    """Whether some start in ``[after, before)`` has a window ``duration`` long meeting a gain."""
-    if after >= before:
-        return False
+def _gain_fit(
+    profile: Profile, gains: _Intervals, procs: int, duration: float, after: float, before: float
+) -> float | None:
+    """The earliest start in ``[after, before)`` whose window meets a gain and fits ``profile``
+    (``None`` when there is none): the only starts there that can fit (see ``replan``), given
+    that none fits before ``after``."""
     los, his = gains.los, gains.his
     k = bisect_right(his, after)
-    return k < len(los) and los[k] - duration < before
+    covered = after
+    n = len(los)
+    while k < n:
+        lo = los[k] - duration
+        if lo >= before:
+            return None
+        if lo < covered:
+            lo = covered
+        hi = his[k] if his[k] < before else before
+        if lo < hi:
+            found = profile.earliest_fit_before(procs, duration, lo, hi)
+            if found is not None:
+                return found
+            covered = hi
+        k += 1
+    return None
 
 
 def _first(pair: tuple[Any, Job]) -> Any:
