@@ -303,11 +303,17 @@ class _Driver:
         st.fresh = True
         return plan
 
-    def _local_plan(self, s: int, view: SiteView) -> Plan:
+    def _local_plan(self, s: int, view: SiteView, *, projection: bool = False) -> Plan:
+        """The local scheduler's plan for ``view``, by ``replan`` from the site's previous
+        schedule unless ``incremental`` is off. A projection (a copy not queued) does not become
+        the site's previous schedule: its copy's efficacy changes once its sites are chosen, and
+        a repair trusts the queue order of the jobs it has seen."""
         if not self.incremental:
             return self.local[s].plan(view, self.now)
         st = self.state[s]
-        plan, st.state = self.local[s].replan(view, self.now, st.state)
+        plan, state = self.local[s].replan(view, self.now, st.state)
+        if not projection:
+            st.state = state
         if self.check:
             reference = self.local[s].plan(view, self.now)
             if [j.job_id for j in plan.starts] != [j.job_id for j in reference.starts] or (
@@ -416,7 +422,7 @@ class _Driver:
         with the copy added (a conservative projection when that plan keeps no reservation)."""
         st = self.state[s]
         view = st.view(extra=copy)
-        plan = self._local_plan(s, view)
+        plan = self._local_plan(s, view, projection=True)
         self.plans += 1
         starts_now = any(j.job_id == copy.job_id for j in plan.starts)
         start = self.now if starts_now else plan.reservations.get(copy.job_id)
