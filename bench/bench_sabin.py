@@ -6,6 +6,7 @@ sweep is 2 traces x 6 load factors x 17 schemes; its CPU time is estimated from 
 runs (per scheme, the mean over the measured loads) and divided by the worker count.
 
     PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --load 1.0 --load 2.0
+    PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --reference   # incremental vs from-scratch plans
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ def main() -> None:
     parser.add_argument("--scheme", action="append", help="default: greedy mr-easy cons-fcfs eff-load-k4")
     parser.add_argument("--trace", action="append", choices=sorted(TRACES))
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run each simulation on the reference path (every site planned from scratch) and compare",
+    )
     args = parser.parse_args()
     loads = args.load or [1.0, 2.0]
     schemes = args.scheme or ["greedy", "mr-easy", "cons-fcfs", "eff-load-k4"]
     table = exp.read_table1(SHARED / "data" / "nas" / "sabin2003_table1.csv")
     per_scheme: dict[str, list[float]] = {s: [] for s in schemes}
-    print(f"{'trace':6} {'load':>5} {'scheme':14} {'cpu_s':>8} {'wall_s':>8} {'plans':>8} {'jobs/cpu_s':>10}")
+    ref_head = f" {'ref_cpu_s':>9} {'speedup':>7}" if args.reference else ""
+    print(f"{'trace':6} {'load':>5} {'scheme':14} {'cpu_s':>8} {'wall_s':>8} {'plans':>8} {'jobs/cpu_s':>10}{ref_head}")
     for name in args.trace or ["CTC", "SDSC"]:
         w = read_swf(SHARED / "data" / "traces" / TRACES[name])
         data = exp.TraceData(name, transforms.first_n(w.jobs, args.jobs), w.max_procs, table)
@@ -46,9 +53,17 @@ def main() -> None:
                 row = exp.run_task(exp.Task(name, load, scheme), data, 1)
                 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
                 per_scheme[scheme].append(cpu)
+                ref = ""
+                if args.reference:
+                    c0 = time.process_time()
+                    reference = exp.run_task(exp.Task(name, load, scheme), data, 1, incremental=False)
+                    ref_cpu = time.process_time() - c0
+                    if reference != row:
+                        raise SystemExit(f"{name} {load} {scheme}: the reference path gives different results")
+                    ref = f" {ref_cpu:9.2f} {ref_cpu / cpu:7.2f}"
                 print(
                     f"{name:6} {load:5.1f} {scheme:14} {cpu:8.2f} {wall:8.2f} {row.get('plans', 0):8} "
-                    f"{row['jobs'] / cpu:10.0f}",
+                    f"{row['jobs'] / cpu:10.0f}{ref}",
                     flush=True,
                 )
     mean = {s: sum(c) / len(c) for s, c in per_scheme.items()}

@@ -209,6 +209,51 @@ def test_invariants_on_random_workloads(scenario: tuple[list[Site], list[Job]], 
     assert np.allclose(r.end_time - r.start_time, r.run_time)
 
 
+@given(scenarios(), st.sampled_from(range(len(CONFIGS))))
+@settings(max_examples=60, deadline=None)
+def test_incremental_replanning_gives_the_reference_results(
+    scenario: tuple[list[Site], list[Job]], config: int
+) -> None:
+    """Sites planned by ``replan`` from their previous schedule (the default) and by ``plan``
+    from scratch every time (``incremental=False``, the reference) give the same run, event
+    for event, for every scheme."""
+    sites, jobs = scenario
+    meta, local = CONFIGS[config]
+    fast = simulate_multisite(jobs, sites, meta, local, log=True)
+    reference = simulate_multisite(jobs, sites, meta, local, log=True, incremental=False)
+    assert fast.log == reference.log
+    assert np.array_equal(fast.start_time, reference.start_time)
+    assert np.array_equal(fast.site, reference.site)
+    assert np.array_equal(fast.messages, reference.messages)
+    assert fast.plans == reference.plans
+
+
+@pytest.mark.parametrize("config", [3, 4])
+def test_incremental_replanning_on_a_busy_efficacy_workload(config: int) -> None:
+    """A larger seeded workload (queues of dozens of copies, efficacy order, projections for
+    completion-time site choice): the incremental and the reference runs agree."""
+    rng = np.random.default_rng(7)
+    sites = [Site(f"s{i}", 16, speed={c: float(rng.choice([0.5, 1.0, 2.0, 3.0])) for c in range(4)}) for i in range(4)]
+    jobs = []
+    for i in range(160):
+        req = float(rng.integers(50, 4000))
+        jobs.append(
+            Job(
+                i + 1,
+                float(rng.integers(0, 20000)),
+                float(rng.integers(1, int(req) + 1)),
+                req,
+                int(rng.integers(1, 17)),
+                home_site=int(rng.integers(0, 4)),
+                app_class=int(rng.integers(0, 4)),
+            )
+        )
+    meta, local = CONFIGS[config]
+    fast = simulate_multisite(jobs, sites, meta, local, log=True)
+    reference = simulate_multisite(jobs, sites, meta, local, log=True, incremental=False)
+    assert fast.log == reference.log
+
+
 @given(scenarios())
 @settings(max_examples=25, deadline=None)
 def test_same_input_same_results(scenario: tuple[list[Site], list[Job]]) -> None:

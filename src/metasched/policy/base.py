@@ -97,6 +97,9 @@ class QueueOrder(ABC):
     key: ClassVar[str]
     #: True when ``rank`` is exactly arrival order, so drivers may skip sorting.
     is_arrival_order: ClassVar[bool] = False
+    #: True when ``rank`` depends on the job alone (not on the view or ``now``) and a queued
+    #: job's attributes do not change: the relative order of two queued jobs never changes.
+    is_static: ClassVar[bool] = False
 
     @abstractmethod
     def rank(self, job: Job, view: SiteView, now: float) -> Any:
@@ -127,6 +130,14 @@ class LocalScheduler(ABC):
     @abstractmethod
     def plan(self, view: SiteView, now: float) -> Plan:
         """Jobs of ``view.queue`` to start at ``now`` (and reservations for the others)."""
+
+    def replan(self, view: SiteView, now: float, previous: Any) -> tuple[Plan, Any]:
+        """``plan(view, now)`` again, given ``previous``: the state this method returned for the
+        same site at an earlier call (any view, an instant ``<= now``), or ``None``. Returns the
+        plan and the state to pass next time. Contract: the plan is exactly ``plan(view, now)``
+        (a scheduler may use the state only to decide faster) and ``previous`` is not modified.
+        Default: no state."""
+        return self.plan(view, now), None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(order={self.order.key!r})"

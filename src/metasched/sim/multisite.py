@@ -25,6 +25,10 @@ otherwise than by starting the plan's own starts (which leaves the other reserva
 were for any queue order that does not depend on ``now``, as FCFS and efficacy do);
 ``check=True`` re-plans whenever a plan is used, raises if a cached plan differs, and audits each
 (reservations only for live copies, never more processors than the site has).
+A plan is computed with the local scheduler's
+:meth:`~metasched.policy.base.LocalScheduler.replan` from the site's previous schedule (conservative
+backfilling repairs it instead of re-placing the queue; the plan is the same), or with ``plan`` from
+scratch when ``incremental=False`` (the reference path; ``check=True`` compares the two).
 
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
@@ -40,6 +44,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -143,6 +148,7 @@ class _Site:
         "run_procs",
         "running",
         "start_ids",
+        "state",
     )
 
     def __init__(self, site: Site) -> None:
@@ -157,6 +163,7 @@ class _Site:
         self.plan: Plan = Plan()
         self.start_ids: set[int] = set()
         self.fresh = False
+        self.state: Any = None
 
     def view(self, extra: Job | None = None) -> SiteView:
         queue = list(self.queue.values())
@@ -185,14 +192,17 @@ def simulate_multisite(
     progress: ProgressFn | None = None,
     log: bool = False,
     check: bool = False,
+    incremental: bool = True,
 ) -> MultiSiteResult:
     """Run ``jobs`` (times on the reference machine) over ``sites`` under ``meta`` and ``local``.
 
     ``local`` is one local scheduler for every site or one per site. Raises ``ValueError`` for
     duplicate ``job_id`` values, a job that no site can hold, or a job whose ``run_time``
-    exceeds its ``requested_time``.
+    exceeds its ``requested_time``. ``incremental`` (the default) plans each site with
+    :meth:`~metasched.policy.base.LocalScheduler.replan` from its previous schedule; ``False``
+    calls ``plan`` from scratch every time (the reference: same results, slower).
     """
-    return _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check).run()
+    return _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check, incremental=incremental).run()
 
 
 class _Driver:
@@ -206,6 +216,7 @@ class _Driver:
         progress: ProgressFn | None,
         log: bool,
         check: bool,
+        incremental: bool = True,
     ) -> None:
         if not sites:
             raise ValueError("simulate_multisite needs at least one site")
@@ -221,6 +232,7 @@ class _Driver:
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check
+        self.incremental = incremental
         self.log: list[tuple[float, str, int, int]] | None = [] if log else None
         n = len(self.jobs)
         self.index_of: dict[int, int] = {}
@@ -280,7 +292,7 @@ class _Driver:
         st = self.state[s]
         if st.fresh and not self.check:
             return st.plan
-        plan = self.local[s].plan(st.view(), self.now)
+        plan = self._local_plan(s, st.view())
         self.plans += 1
         if self.check:
             self._audit(s, plan)
@@ -289,6 +301,25 @@ class _Driver:
         st.plan = plan
         st.start_ids = {job.job_id for job in plan.starts}
         st.fresh = True
+        return plan
+
+    def _local_plan(self, s: int, view: SiteView, *, projection: bool = False) -> Plan:
+        """The local scheduler's plan for ``view``, by ``replan`` from the site's previous
+        schedule unless ``incremental`` is off. A projection (a copy not queued) does not become
+        the site's previous schedule: its copy's efficacy changes once its sites are chosen, and
+        a repair trusts the queue order of the jobs it has seen."""
+        if not self.incremental:
+            return self.local[s].plan(view, self.now)
+        st = self.state[s]
+        plan, state = self.local[s].replan(view, self.now, st.state)
+        if not projection:
+            st.state = state
+        if self.check:
+            reference = self.local[s].plan(view, self.now)
+            if [j.job_id for j in plan.starts] != [j.job_id for j in reference.starts] or (
+                plan.reservations != reference.reservations
+            ):
+                raise AssertionError(f"site {s} at {self.now}: replan differs from plan")
         return plan
 
     def _compare(self, s: int, plan: Plan) -> None:
@@ -391,7 +422,7 @@ class _Driver:
         with the copy added (a conservative projection when that plan keeps no reservation)."""
         st = self.state[s]
         view = st.view(extra=copy)
-        plan = self.local[s].plan(view, self.now)
+        plan = self._local_plan(s, view, projection=True)
         self.plans += 1
         starts_now = any(j.job_id == copy.job_id for j in plan.starts)
         start = self.now if starts_now else plan.reservations.get(copy.job_id)

@@ -24,6 +24,7 @@ class Efficacy(QueueOrder):
     """
 
     key: ClassVar[str] = "efficacy"
+    is_static: ClassVar[bool] = True
 
     def rank(self, job: Job, view: SiteView, now: float) -> tuple[float, float, int]:
         return (-job.attrs.get(EFFICACY_ATTR, 1.0), job.submit_time, job.job_id)

@@ -16,6 +16,7 @@ class Fcfs(QueueOrder):
 
     key: ClassVar[str] = "fcfs"
     is_arrival_order: ClassVar[bool] = True
+    is_static: ClassVar[bool] = True
 
     def rank(self, job: Job, view: SiteView, now: float) -> tuple[float, int]:
         return (job.submit_time, job.job_id)
