@@ -893,23 +893,25 @@ class Store:
         count_run: bool = True,
     ) -> bool:
         state = JobState.DONE if exit_code == 0 else JobState.FAILED
-        if self.is_postgres:
-            params = {
-                "state": str(state),
-                "exit_code": exit_code,
-                "end_at": end_at if end_at is not None else now,
-                "start_at": start_at,
-                "stdout_path": stdout_path,
-                "stderr_path": stderr_path,
-                "reason": "" if exit_code == 0 else f"exit code {exit_code}",
-                "job_id": job_id,
-                "ph": placeholder_id,
-                "attempt": attempt,
-                "now": now,
-                "kind": "done" if exit_code == 0 else "failed",
-                "detail": f"exit {exit_code}",
-                "stale_detail": f"attempt {attempt} exit {exit_code}",
-            }
+        params: dict[str, Any] = {
+            "state": str(state),
+            "exit_code": exit_code,
+            "end_at": end_at if end_at is not None else now,
+            "start_at": start_at,
+            "stdout_path": stdout_path,
+            "stderr_path": stderr_path,
+            "reason": "" if exit_code == 0 else f"exit code {exit_code}",
+            "job_id": job_id,
+            "ph": placeholder_id,
+            "attempt": attempt,
+        }
+        if self.is_postgres:  # the finish, its event and the release of dependents in one statement
+            params.update(
+                now=now,
+                kind="done" if exit_code == 0 else "failed",
+                detail=f"exit {exit_code}",
+                stale_detail=f"attempt {attempt} exit {exit_code}",
+            )
             if _run(conn, self._sql.finish_all, params).fetchone() is None:
                 return False
             if count_run:
@@ -917,22 +919,7 @@ class Store:
             if state != JobState.DONE:
                 self._cascade_failure(conn, [job_id], now)
             return True
-        res = _run(
-            conn,
-            self._sql.finish,
-            {
-                "state": str(state),
-                "exit_code": exit_code,
-                "end_at": end_at if end_at is not None else now,
-                "start_at": start_at,
-                "stdout_path": stdout_path,
-                "stderr_path": stderr_path,
-                "reason": "" if exit_code == 0 else f"exit code {exit_code}",
-                "job_id": job_id,
-                "ph": placeholder_id,
-                "attempt": attempt,
-            },
-        )
+        res = _run(conn, self._sql.finish, params)
         ok = res.rowcount == 1
         _run(
             conn,
