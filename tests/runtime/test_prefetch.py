@@ -331,7 +331,7 @@ def test_watchdog_forgets_an_ended_job_at_once_and_kills_only_live_ones() -> Non
 
     other = subprocess.Popen(["sleep", "30"], start_new_session=True)  # stands for a reused pid
     ours = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    dog = _Watchdog()
+    dog = _Watchdog("ph-watchdog-test")
     try:
         dog.started(ours.pid)
         dog.started(other.pid)
@@ -343,6 +343,28 @@ def test_watchdog_forgets_an_ended_job_at_once_and_kills_only_live_ones() -> Non
         assert other.poll() is None
     finally:
         for p in (other, ours):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_watchdog_kills_an_unlisted_job_by_its_placeholder_tag() -> None:
+    """The agent died after spawning a job but before listing it: the job carries the placeholder's id in
+    its environment, and the watchdog kills it; a process tagged with another placeholder's id survives."""
+    from metasched.runtime.placeholder.agent import _Watchdog
+
+    env = dict(os.environ)
+    orphan = subprocess.Popen(["sleep", "30"], env={**env, "METASCHED_PLACEHOLDER": "ph-mine"}, start_new_session=True)
+    stranger = subprocess.Popen(
+        ["sleep", "30"], env={**env, "METASCHED_PLACEHOLDER": "ph-mine-not"}, start_new_session=True
+    )
+    dog = _Watchdog("ph-mine")
+    try:
+        dog.close()
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert stranger.poll() is None
+    finally:
+        for p in (orphan, stranger):
             if p.poll() is None:
                 p.kill()
                 p.wait()

@@ -209,7 +209,7 @@ def _which(program: str, search: str) -> str | None:
 
 
 _WATCHDOG_SCRIPT = """
-import os, signal, time
+import os, signal, sys, time
 live, buf = set(), b""
 while True:
     chunk = os.read(0, 65536)
@@ -226,6 +226,20 @@ for pid in live:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+# Then every process still carrying this placeholder's id in its environment: a job the agent spawned but
+# died before listing, and descendants that left their process group. Twice, for forks racing the first pass.
+tag = b"\\0METASCHED_PLACEHOLDER=" + sys.argv[1].encode() + b"\\0"
+for _ in range(2):
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                with open("/proc/" + d + "/environ", "rb") as f:
+                    env = b"\\0" + f.read()
+                if tag in env:
+                    os.kill(int(d), signal.SIGKILL)
+            except OSError:
+                pass
+    time.sleep(0.05)
 """
 
 
@@ -235,12 +249,14 @@ class _Watchdog:
     It reads ``+ PID`` / ``- PID`` lines on a pipe; the pipe ends (EOF) when the agent exits for any
     reason, ``kill -9`` included, and it then kills every process group still listed. This replaces a
     parent-death signal per job (``setpriv --pdeathsig``: one more exec per job) and also reaches the
-    jobs' own children.
+    jobs' own children. Then it kills every process whose environment carries this placeholder's
+    ``METASCHED_PLACEHOLDER``: that closes the window in which the agent dies after spawning a job but
+    before listing it, and reaches descendants that left the job's process group.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, placeholder_id: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _WATCHDOG_SCRIPT],
+            [sys.executable, "-S", "-c", _WATCHDOG_SCRIPT, placeholder_id],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -596,7 +612,7 @@ class Agent:
         host = socket.gethostname()
         if self._watchdog is None:
             try:
-                self._watchdog = _Watchdog()
+                self._watchdog = _Watchdog(self.id)
             except OSError as exc:
                 log.warning("no watchdog process (%s): jobs get a parent-death signal instead", exc)
         try:
