@@ -151,3 +151,46 @@ def test_agent_leaves_when_metaqueue_stays_unreachable(tmp_path: Path) -> None:
     assert agent.run() == "failed"
     assert time.time() - t0 < 10
     assert store.job("a")["state"] == "queued"
+
+
+def test_job_killed_by_sigterm_is_reported_failed_once_the_grace_is_over(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=30)
+    store.submit([JobSpec("kill -TERM $$", name="t")])
+    agent = _agent(store, tmp_path, idle_exit_s=0.5)
+    t0 = time.time()
+    agent.run()
+    job = store.job("t")
+    assert (job["state"], job["exit_code"]) == ("failed", 143)
+    assert time.time() - t0 >= Agent.SIGNAL_GRACE_S  # held back first: it might have been a cancellation
+
+
+def test_job_killed_with_its_cancelled_placeholder_is_requeued_not_failed(tmp_path: Path) -> None:
+    """scancel signals the placeholder's jobs too, and a job may die a moment before its agent: that job
+    must come back to the queue (lease expiry), not count as failed and fail its dependents."""
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db, lease_s=2)
+    started = tmp_path / "started"
+    store.submit([JobSpec(f"touch {started}; kill -TERM $$", name="victim"), JobSpec("true", after=["victim"])])
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "placeholder", "--site", "local", "--db", db, "--lease", "2"], env=env
+    )
+    try:
+        for _ in range(600):
+            if started.exists():
+                break
+            time.sleep(0.1)
+        assert started.exists()
+        time.sleep(0.5)  # the job is dead; its agent goes a moment later, as under scancel
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert store.job("victim")["state"] == "running"  # never reported failed
+        for _ in range(100):
+            if store.expire_leases():
+                break
+            time.sleep(0.1)
+        job = store.job("victim")
+        assert (job["state"], job["attempts"]) == ("queued", 1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

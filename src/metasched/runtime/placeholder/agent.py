@@ -353,6 +353,8 @@ class Agent:
         self._pidfds: dict[int, int] = {}
         self._watchdog: _Watchdog | None = None
         self.pending: list[Completion] = []
+        #: Completions of jobs killed by a signal we did not send, held back ``SIGNAL_GRACE_S`` (see _collect).
+        self.held: list[tuple[float, Completion]] = []
         self.last_heartbeat_ok = time.time()
         self.last_contact = time.time()
         self.jobs_run = 0
@@ -440,8 +442,20 @@ class Agent:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(run.proc.pid, signal.SIGKILL)
 
+    #: How long the report of a job killed by SIGTERM / SIGHUP / SIGINT / SIGKILL that this agent did not send is
+    #: held back. Cancelling a placeholder (scancel, qdel) signals its jobs too, and they may die a moment before
+    #: the agent does: reported at once, a job lost to its placeholder's cancellation would count as FAILED
+    #: (exit 143) and fail its dependents. Held, it is never reported when the agent dies in that time; its
+    #: lease then expires and the job runs again. An agent still alive after the grace reports the failure.
+    SIGNAL_GRACE_S = 2.0
+    CANCEL_SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL})
+
     def _collect(self, block_s: float) -> None:
         """Move finished children to the pending reports (waiting up to ``block_s`` for the first)."""
+        if self.held:
+            now = time.time()
+            self.pending.extend(c for at, c in self.held if at <= now)
+            self.held = [(at, c) for at, c in self.held if at > now]
         if self._pidfds and self._poll is not None:
             ready = self._poll.poll(max(0.0, block_s) * 1000)
             ended = []
@@ -466,17 +480,20 @@ class Agent:
             if run is not None and not run.killed:
                 code = run.proc.returncode
                 end = time.time()
-                self.pending.append(
-                    Completion(
-                        jid,
-                        run.job.attempt,
-                        code if code >= 0 else 128 - code,
-                        run.start_at,
-                        end,
-                        run.stdout_path,
-                        run.stderr_path,
-                    )
+                done = Completion(
+                    jid,
+                    run.job.attempt,
+                    code if code >= 0 else 128 - code,
+                    run.start_at,
+                    end,
+                    run.stdout_path,
+                    run.stderr_path,
                 )
+                if code < 0 and -code in self.CANCEL_SIGNALS:
+                    log.info("job %s killed by signal %d: report held %.0f s", jid, -code, self.SIGNAL_GRACE_S)
+                    self.held.append((end + self.SIGNAL_GRACE_S, done))
+                else:
+                    self.pending.append(done)
                 took = end - run.start_at
                 self.mean_run_s = took if self.mean_run_s is None else 0.8 * self.mean_run_s + 0.2 * took
             try:
@@ -681,14 +698,14 @@ class Agent:
                     idle_since = idle_since or now
                     if self.idle_exit_s is not None and now - idle_since > self.idle_exit_s:
                         told_exit = True
-            if (told_exit or out_of_time) and not self.runs and not self.pending:
+            if (told_exit or out_of_time) and not self.runs and not self.pending and not self.held:
                 if self.ahead:  # hand them back first (next round)
                     continue
                 break
             # Sleep until a child ends (then claim again at once), the metaqueue changes (idle), or a
             # backed-off retry is due.
             pause = min(wait_s, max(0.0, next_hb - time.time()))
-            if not self.runs and not self.ahead and not self.pending:
+            if not self.runs and not self.ahead and not self.pending and not self.held:
                 self.t.wait_for_work(pause)
             else:
                 self._collect(pause)
