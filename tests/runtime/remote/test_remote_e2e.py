@@ -61,7 +61,9 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
     url = f"http://127.0.0.1:{port}"
     db = f"sqlite:///{tmp_path / 'mq.db'}"
     env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(home)}
-    command = f'echo "end {{name}} $METASCHED_SITE" >> {ledger}; sleep 0.2'
+    # 0.5 s jobs and one placeholder at site A: A alone would need > 12 s, so B (slower to come up through its
+    # tunnel) surely carries some of the wide levels; with faster claims A used to take every job.
+    command = f'echo "end {{name}} $METASCHED_SITE" >> {ledger}; sleep 0.5'
     specs = lattice(5, command)  # 25 jobs over 9 levels
     store = Store.open(db, lease_s=30)
     store.submit(specs)
@@ -98,7 +100,7 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
                 "ssh_config": "/dev/null",
             }
             common = (
-                'cpus = 1\nwall_time = "120s"\nlimit = 3\ninitial = 2\nidle_cancel = "3s"\n'
+                'cpus = 1\nwall_time = "120s"\nidle_cancel = "3s"\n'
                 f'python = "{sys.executable}"\nenv = {_toml_table({"PYTHONPATH": SRC, "METASCHED_HOME": str(home)})}\n'
             )
             set_env = f"SLURM_CONF={slurm_conf}"
@@ -107,11 +109,12 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
             ssh_line = _toml_table(site_ssh)[:-2] + f', options = {{ SetEnv = "{set_env}" }} }}'
             b_adapter, b_queue = ("gridengine", "siteB.q") if sge else ("slurm", "siteB")
             (tmp_path / "sites.toml").write_text(
-                f'[sites.sshA]\nadapter = "slurm"\nqueue = "siteA"\n{common}ssh = {ssh_line}\n'
+                f'[sites.sshA]\nadapter = "slurm"\nqueue = "siteA"\nlimit = 1\ninitial = 1\n{common}ssh = {ssh_line}\n'
                 f'transport = "ssh"\nmetaqueue_ssh = {_toml_table(mq_ssh)}\n\n'
-                f'[sites.sshB]\nadapter = "{b_adapter}"\nqueue = "{b_queue}"\n{common}ssh = {ssh_line}\n'
+                f'[sites.sshB]\nadapter = "{b_adapter}"\nqueue = "{b_queue}"\nlimit = 3\ninitial = 2\n'
+                f"{common}ssh = {ssh_line}\n"
                 f'transport = "tunnel"\ntunnel_port = {_free_port()}\n\n'
-                f'[sites.dead]\nadapter = "slurm"\nqueue = "siteC"\n{common}'
+                f'[sites.dead]\nadapter = "slurm"\nqueue = "siteC"\nlimit = 3\ninitial = 2\n{common}'
                 f'ssh = {{ host = "127.0.0.1", port = 1, user = "root", connect_timeout_s = 2 }}\n'
             )
             manager = SiteManager(
