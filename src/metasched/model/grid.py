@@ -83,13 +83,14 @@ class Cluster:
     def can_host(self, cpus: int, licence_mask: int) -> bool:
         """True when some machine has ``cpus`` CPUs and runs every licence of ``licence_mask``,
         and the pool holds at least one copy of each of those licences."""
-        for lic in _bits(licence_mask):
+        for lic in mask_bits(licence_mask):
             if lic >= len(self.licences) or self.licences[lic].copies < 1:
                 return False
         return any(m.cpus >= cpus and m.licence_mask & licence_mask == licence_mask for m in self.machines)
 
 
-def _bits(mask: int) -> list[int]:
+def mask_bits(mask: int) -> list[int]:
+    """Indices of the bits set in ``mask``, lowest first (licence masks -> licence indices)."""
     out = []
     i = 0
     while mask:

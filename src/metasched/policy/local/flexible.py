@@ -6,20 +6,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from metasched.model.grid import mask_bits
 from metasched.model.job import Job
 from metasched.model.qos import qos_of
 from metasched.policy.meta.two_level_base import ClusterOrder, ClusterView, MachinePlan, MachineScheduler
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    i = 0
-    while mask:
-        if mask & 1:
-            out.append(i)
-        mask >>= 1
-        i += 1
-    return out
 
 
 class FlexibleBackfill(MachineScheduler):
@@ -113,7 +103,7 @@ class FlexibleBackfill(MachineScheduler):
             need = job.requested_procs
             q = qos_of(job)
             jm = q.licence_mask
-            lics = _bits(jm) if jm else []
+            lics = mask_bits(jm) if jm else []
             chosen = -1
             if not lics or all(lic_free[lic] >= 1 for lic in lics):
                 for m in avail:
@@ -161,7 +151,7 @@ class FlexibleBackfill(MachineScheduler):
                 continue
             q = qos_of(job)
             jm = q.licence_mask
-            lics = _bits(jm) if jm else []
+            lics = mask_bits(jm) if jm else []
             if lics and any(lic_free[lic] < 1 for lic in lics):
                 continue
             shared = [lic for lic in lics if lic in extra_lic] if jm & head_mask else []
@@ -198,7 +188,7 @@ class FlexibleBackfill(MachineScheduler):
         need = job.requested_procs
         q = qos_of(job)
         jm = q.licence_mask
-        lics = _bits(jm)
+        lics = mask_bits(jm)
         mcpus = cluster.machine_cpus
         capable = [m for m in cluster.power_order if mcpus[m] >= need and mmask[m] & jm == jm]
         if not capable:
