@@ -6,7 +6,7 @@ sweep is 2 traces x 6 load factors x 17 schemes; its CPU time is estimated from 
 runs (per scheme, the mean over the measured loads) and divided by the worker count.
 
     PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --load 1.0 --load 2.0
-    PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --reference   # incremental vs from-scratch plans
+    PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --reference   # compiled vs pure-Python plans
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument(
         "--reference",
         action="store_true",
-        help="also run each simulation on the reference path (every site planned from scratch) and compare",
+        help="also run each simulation on the reference path (every site planned in pure Python) and compare",
     )
     args = parser.parse_args()
     loads = args.load or [1.0, 2.0]
@@ -56,7 +56,7 @@ def main() -> None:
                 ref = ""
                 if args.reference:
                     c0 = time.process_time()
-                    reference = exp.run_task(exp.Task(name, load, scheme), data, 1, incremental=False)
+                    reference = exp.run_task(exp.Task(name, load, scheme), data, 1, compiled=False)
                     ref_cpu = time.process_time() - c0
                     if reference != row:
                         raise SystemExit(f"{name} {load} {scheme}: the reference path gives different results")

@@ -211,16 +211,14 @@ def test_invariants_on_random_workloads(scenario: tuple[list[Site], list[Job]], 
 
 @given(scenarios(), st.sampled_from(range(len(CONFIGS))))
 @settings(max_examples=60, deadline=None)
-def test_incremental_replanning_gives_the_reference_results(
-    scenario: tuple[list[Site], list[Job]], config: int
-) -> None:
-    """Sites planned by ``replan`` from their previous schedule (the default) and by ``plan``
-    from scratch every time (``incremental=False``, the reference) give the same run, event
-    for event, for every scheme."""
+def test_compiled_planning_gives_the_reference_results(scenario: tuple[list[Site], list[Job]], config: int) -> None:
+    """Sites planned on their queue columns (the default: conservative backfilling in its
+    compiled kernel) and in pure Python (``compiled=False``, the reference) give the same run,
+    event for event, for every scheme."""
     sites, jobs = scenario
     meta, local = CONFIGS[config]
     fast = simulate_multisite(jobs, sites, meta, local, log=True)
-    reference = simulate_multisite(jobs, sites, meta, local, log=True, incremental=False)
+    reference = simulate_multisite(jobs, sites, meta, local, log=True, compiled=False)
     assert fast.log == reference.log
     assert np.array_equal(fast.start_time, reference.start_time)
     assert np.array_equal(fast.site, reference.site)
@@ -229,9 +227,10 @@ def test_incremental_replanning_gives_the_reference_results(
 
 
 @pytest.mark.parametrize("config", [3, 4])
-def test_incremental_replanning_on_a_busy_efficacy_workload(config: int) -> None:
+def test_compiled_planning_on_a_busy_efficacy_workload(config: int) -> None:
     """A larger seeded workload (queues of dozens of copies, efficacy order, projections for
-    completion-time site choice): the incremental and the reference runs agree."""
+    completion-time site choice, column compactions): the compiled and the reference runs
+    agree, and ``check=True`` compares every plan on columns with the pure-Python one."""
     rng = np.random.default_rng(7)
     sites = [Site(f"s{i}", 16, speed={c: float(rng.choice([0.5, 1.0, 2.0, 3.0])) for c in range(4)}) for i in range(4)]
     jobs = []
@@ -249,8 +248,8 @@ def test_incremental_replanning_on_a_busy_efficacy_workload(config: int) -> None
             )
         )
     meta, local = CONFIGS[config]
-    fast = simulate_multisite(jobs, sites, meta, local, log=True)
-    reference = simulate_multisite(jobs, sites, meta, local, log=True, incremental=False)
+    fast = simulate_multisite(jobs, sites, meta, local, log=True, check=True)
+    reference = simulate_multisite(jobs, sites, meta, local, log=True, compiled=False)
     assert fast.log == reference.log
 
 

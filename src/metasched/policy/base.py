@@ -21,9 +21,11 @@ the tie-break rule; registered in its family's ``REGISTRY``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
+
+import numpy as np
 
 from metasched.model.job import Job
 
@@ -63,6 +65,9 @@ class SiteView:
     #: Optional: the :attr:`Plan.hint` of this scheduler's previous pass at this site, handed back
     #: under the conditions of :attr:`Plan.hint`; ``None`` otherwise. Never changes a decision.
     hint: Any = None
+    #: Optional: ``queue`` again as arrays (:class:`QueueColumns`), kept up to date by a driver
+    #: for schedulers with a compiled inner loop. Never changes a decision.
+    columns: QueueColumns | None = None
 
 
 @dataclass(slots=True)
@@ -75,7 +80,7 @@ class Plan:
     """
 
     starts: list[Job] = field(default_factory=list)
-    reservations: dict[int, float] = field(default_factory=dict)
+    reservations: Mapping[int, float] = field(default_factory=dict)
     #: Optional state a scheduler carries to its next pass at the same site, to decide faster.
     #: A driver may hand it back as :attr:`SiteView.hint` to the next pass only if, in between,
     #: (1) exactly this plan's ``starts`` were started, at this pass's ``now``, (2) nothing else
@@ -104,6 +109,12 @@ class QueueOrder(ABC):
     @abstractmethod
     def rank(self, job: Job, view: SiteView, now: float) -> Any:
         """Sort key of ``job`` in ``view``'s queue at ``now``; smaller runs first."""
+
+    def primary_key(self, job: Job) -> float | None:
+        """For a static order whose ``rank`` is ``(primary, submit_time, job_id)``: ``primary``,
+        a float, so that a stable sort of an arrival-ordered queue by it gives this order.
+        ``None`` (the default): the rank has no such form."""
+        return None
 
     def order(self, view: SiteView, now: float) -> list[Job]:
         """The queue of ``view`` in priority order."""
@@ -164,3 +175,125 @@ def lookup(registry: dict[str, type[P]], key: str, family: str) -> type[P]:
     except KeyError:
         known = ", ".join(sorted(registry))
         raise KeyError(f"unknown {family} {key!r}; known: {known}") from None
+
+
+# ------------------------------------------------------------------------------- queue columns
+
+
+class QueueColumns:
+    """A site's queue as arrays, kept by a driver for schedulers with a compiled inner loop.
+
+    Slot ``k < n`` holds ``jobs[k]`` with its width ``procs[k]``, estimate ``durations[k]`` and the
+    ``primary`` part of its rank under the queue order whose key is ``order_key``
+    (:meth:`QueueOrder.primary_key`; 0 when that order has none); ``alive[k]`` says whether it is
+    still queued. Slots are in arrival order, which must be ``(submit_time, job_id)`` order: a
+    stable sort of the live slots by ``primary`` is then the queue order. ``slot_of`` maps the
+    job id of every live slot to its slot.
+
+    Removal only clears ``alive`` (a slot is never reused in place); once the dead slots
+    outnumber the live ones the columns are compacted into *new* arrays, list and dict, so that
+    whatever a plan kept of them stays valid.
+    """
+
+    __slots__ = ("alive", "durations", "jobs", "n", "order", "order_key", "ordered", "primary", "procs", "slot_of")
+
+    def __init__(self, order: QueueOrder, capacity: int = 64) -> None:
+        self.order = order
+        self.order_key = order.key
+        #: Whether :meth:`live_slots` gives ``order``'s order (arrival order, or a static order
+        #: with a primary key).
+        self.ordered = order.is_arrival_order or (
+            order.is_static and type(order).primary_key is not QueueOrder.primary_key
+        )
+        self.jobs: list[Job] = []
+        self.slot_of: dict[int, int] = {}
+        self.procs = np.zeros(capacity, dtype=np.int64)
+        self.durations = np.zeros(capacity, dtype=np.float64)
+        self.primary = np.zeros(capacity, dtype=np.float64)
+        self.alive = np.zeros(capacity, dtype=np.bool_)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return len(self.slot_of)
+
+    def append(self, job: Job) -> None:
+        """Queue ``job`` (it must arrive after every job queued so far)."""
+        if job.job_id in self.slot_of:
+            raise ValueError(f"job {job.job_id} is already queued")
+        k = self.n
+        if k == len(self.procs):
+            self._resize(max(64, 2 * k))
+        self.procs[k] = job.requested_procs
+        self.durations[k] = job.requested_time
+        key = self.order.primary_key(job)
+        self.primary[k] = 0.0 if key is None else key
+        self.alive[k] = True
+        self.jobs.append(job)
+        self.slot_of[job.job_id] = k
+        self.n = k + 1
+
+    def remove(self, job_id: int) -> None:
+        """Take ``job_id`` out of the queue."""
+        k = self.slot_of.pop(job_id)
+        self.alive[k] = False
+        # Slots are never reused in place (a plan may still answer for the old one).
+        if self.n > 64 and 2 * len(self.slot_of) < self.n:
+            self._compact()
+
+    def live_slots(self) -> np.ndarray:
+        """The live slots in arrival order, stably sorted by ``primary`` unless the order is
+        arrival order: the queue order when :attr:`ordered`."""
+        slots = np.flatnonzero(self.alive[: self.n])
+        if self.order.is_arrival_order:
+            return slots
+        return slots[np.argsort(self.primary[slots], kind="stable")]
+
+    def _resize(self, capacity: int) -> None:
+        for name in ("procs", "durations", "primary", "alive"):
+            old = getattr(self, name)
+            new = np.zeros(capacity, dtype=old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.n])
+        capacity = max(64, 2 * len(keep))
+        for name in ("procs", "durations", "primary", "alive"):
+            old = getattr(self, name)
+            new = np.zeros(capacity, dtype=old.dtype)
+            new[: len(keep)] = old[keep]
+            setattr(self, name, new)
+        self.jobs = [self.jobs[k] for k in keep.tolist()]
+        self.slot_of = {job.job_id: k for k, job in enumerate(self.jobs)}
+        self.n = len(keep)
+
+
+class SlotReservations(Mapping[int, float]):
+    """The reservations of a plan computed on :class:`QueueColumns`, read from its arrays
+    (``state[k]`` 0: slot ``k`` reserved at ``starts[k]``; 1: starts now; 2: not planned), with
+    no dictionary built. Keeps the columns' list and dict of the time of the plan, so that
+    however the columns change later every value it gives is the plan's; a job that has left the
+    queue since the plan may be missing from it."""
+
+    __slots__ = ("_jobs", "_n", "_slot_of", "_starts", "_state")
+
+    def __init__(self, columns: QueueColumns, starts: np.ndarray, state: np.ndarray) -> None:
+        self._jobs = columns.jobs
+        self._slot_of = columns.slot_of
+        self._n = columns.n
+        self._starts = starts
+        self._state = state
+
+    def __getitem__(self, job_id: int) -> float:
+        k = self._slot_of[job_id]
+        if k >= self._n or self._state[k] != 0:
+            raise KeyError(job_id)
+        return float(self._starts[k])
+
+    def __iter__(self) -> Iterator[int]:
+        jobs, slot_of = self._jobs, self._slot_of
+        reserved = np.flatnonzero(self._state[: self._n] == 0).tolist()
+        return iter([jobs[k].job_id for k in reserved if slot_of.get(jobs[k].job_id) == k])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -25,10 +25,10 @@ otherwise than by starting the plan's own starts (which leaves the other reserva
 were for any queue order that does not depend on ``now``, as FCFS and efficacy do);
 ``check=True`` re-plans whenever a plan is used, raises if a cached plan differs, and audits each
 (reservations only for live copies, never more processors than the site has).
-A plan is computed with the local scheduler's
-:meth:`~metasched.policy.base.LocalScheduler.replan` from the site's previous schedule (conservative
-backfilling repairs it instead of re-placing the queue; the plan is the same), or with ``plan`` from
-scratch when ``incremental=False`` (the reference path; ``check=True`` compares the two).
+Each site keeps its queue as :class:`~metasched.policy.base.QueueColumns` too, handed to the
+local scheduler in :attr:`~metasched.policy.base.SiteView.columns` (conservative backfilling then
+plans in its compiled kernel; the plan is the same); ``compiled=False`` leaves them out (the
+reference path, pure Python; ``check=True`` compares the two at every plan).
 
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
@@ -43,15 +43,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from metasched.model.job import Job
 from metasched.model.profile import Profile
 from metasched.model.site import Site
-from metasched.policy.base import LocalScheduler, Plan, RunningJob, SiteView
+from metasched.policy.base import LocalScheduler, Plan, QueueColumns, QueueOrder, RunningJob, SiteView
 from metasched.policy.local.conservative import ConservativeBackfill
 from metasched.policy.meta.reservations_base import CopyOffer, MetaScheduler, MetaSiteView, StartDecision
 from metasched.policy.priority.efficacy import EFFICACY_ATTR
@@ -137,6 +136,7 @@ class _Site:
     """A site's queue, running jobs and cached plan, plus the sums behind its instantaneous load."""
 
     __slots__ = (
+        "columns",
         "free",
         "fresh",
         "name",
@@ -148,38 +148,54 @@ class _Site:
         "run_procs",
         "running",
         "start_ids",
-        "state",
     )
 
-    def __init__(self, site: Site) -> None:
+    def __init__(self, site: Site, columns: QueueColumns | None) -> None:
         self.name = site.name
         self.procs = site.procs
         self.free = site.procs
         self.queue: dict[int, Job] = {}
-        self.running: dict[int, tuple[Job, float]] = {}
+        self.columns = columns
+        self.running: dict[int, RunningJob] = {}
         self.queued_work = 0.0
         self.run_end_work = 0.0
         self.run_procs = 0
         self.plan: Plan = Plan()
         self.start_ids: set[int] = set()
         self.fresh = False
-        self.state: Any = None
+
+    def enqueue(self, copy: Job) -> None:
+        self.queue[copy.job_id] = copy
+        if self.columns is not None:
+            self.columns.append(copy)
+
+    def dequeue(self, job_id: int) -> Job:
+        if self.columns is not None:
+            self.columns.remove(job_id)
+        return self.queue.pop(job_id)
 
     def view(self, extra: Job | None = None) -> SiteView:
+        """The site's view, with ``extra`` queued last (its columns must hold it already)."""
         queue = list(self.queue.values())
         if extra is not None:
             queue.append(extra)
-        running = [
-            RunningJob(job=job, start_time=start, procs=job.requested_procs, expected_end=start + job.requested_time)
-            for job, start in self.running.values()
-        ]
-        return SiteView(total_procs=self.procs, free_procs=self.free, running=running, queue=queue, name=self.name)
+        return SiteView(
+            total_procs=self.procs,
+            free_procs=self.free,
+            running=list(self.running.values()),
+            queue=queue,
+            name=self.name,
+            columns=self.columns,
+        )
 
     def load_s(self, now: float) -> float:
         return (self.queued_work + self.run_end_work - now * self.run_procs) / self.procs
 
     def fits_any(self) -> bool:
         free = self.free
+        if self.columns is not None:
+            c = self.columns
+            return bool(((c.procs[: c.n] <= free) & c.alive[: c.n]).any())
         return any(job.requested_procs <= free for job in self.queue.values())
 
 
@@ -192,17 +208,17 @@ def simulate_multisite(
     progress: ProgressFn | None = None,
     log: bool = False,
     check: bool = False,
-    incremental: bool = True,
+    compiled: bool = True,
 ) -> MultiSiteResult:
     """Run ``jobs`` (times on the reference machine) over ``sites`` under ``meta`` and ``local``.
 
     ``local`` is one local scheduler for every site or one per site. Raises ``ValueError`` for
     duplicate ``job_id`` values, a job that no site can hold, or a job whose ``run_time``
-    exceeds its ``requested_time``. ``incremental`` (the default) plans each site with
-    :meth:`~metasched.policy.base.LocalScheduler.replan` from its previous schedule; ``False``
-    calls ``plan`` from scratch every time (the reference: same results, slower).
+    exceeds its ``requested_time``. ``compiled`` (the default) hands the local schedulers each
+    site's queue as columns too (conservative backfilling then plans in compiled code); ``False``
+    leaves them out (the pure-Python reference: same results, slower).
     """
-    return _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check, incremental=incremental).run()
+    return _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check, compiled=compiled).run()
 
 
 class _Driver:
@@ -216,7 +232,7 @@ class _Driver:
         progress: ProgressFn | None,
         log: bool,
         check: bool,
-        incremental: bool = True,
+        compiled: bool = True,
     ) -> None:
         if not sites:
             raise ValueError("simulate_multisite needs at least one site")
@@ -232,7 +248,6 @@ class _Driver:
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check
-        self.incremental = incremental
         self.log: list[tuple[float, str, int, int]] | None = [] if log else None
         n = len(self.jobs)
         self.index_of: dict[int, int] = {}
@@ -255,7 +270,9 @@ class _Driver:
                     f"job {job.job_id}: run_time {job.run_time} exceeds requested_time {job.requested_time}; "
                     "the multi-site driver needs jobs that end by their estimates"
                 )
-        self.state = [_Site(s) for s in self.sites]
+        self.state = [
+            _Site(site, QueueColumns(self._order(s)) if compiled else None) for s, site in enumerate(self.sites)
+        ]
         self.start_time = np.full(n, np.nan)
         self.end_time = np.full(n, np.nan)
         self.site_of = np.full(n, -1, dtype=np.int64)
@@ -276,6 +293,9 @@ class _Driver:
         self.plans = 0
         self.now = 0.0
         self.finished_since = 0
+
+    def _order(self, s: int) -> QueueOrder:
+        return self.local[s].order
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -303,35 +323,28 @@ class _Driver:
         st.fresh = True
         return plan
 
-    def _local_plan(self, s: int, view: SiteView, *, projection: bool = False) -> Plan:
-        """The local scheduler's plan for ``view``, by ``replan`` from the site's previous
-        schedule unless ``incremental`` is off. A projection (a copy not queued) does not become
-        the site's previous schedule: its copy's efficacy changes once its sites are chosen, and
-        a repair trusts the queue order of the jobs it has seen."""
-        if not self.incremental:
-            return self.local[s].plan(view, self.now)
-        st = self.state[s]
-        plan, state = self.local[s].replan(view, self.now, st.state)
-        if not projection:
-            st.state = state
-        if self.check:
-            reference = self.local[s].plan(view, self.now)
+    def _local_plan(self, s: int, view: SiteView) -> Plan:
+        """The local scheduler's plan for ``view``; with ``check``, compared with the plan it
+        makes without the columns (the pure-Python path)."""
+        plan = self.local[s].plan(view, self.now)
+        if self.check and view.columns is not None:
+            reference = self.local[s].plan(replace(view, columns=None), self.now)
             if [j.job_id for j in plan.starts] != [j.job_id for j in reference.starts] or (
-                plan.reservations != reference.reservations
+                dict(plan.reservations) != dict(reference.reservations)
             ):
-                raise AssertionError(f"site {s} at {self.now}: replan differs from plan")
+                raise AssertionError(f"site {s} at {self.now}: the plan on columns differs from the plan on the queue")
         return plan
 
     def _compare(self, s: int, plan: Plan) -> None:
         st = self.state[s]
         cached_starts = {j for j in st.start_ids if j in st.queue}
         new_starts = {job.job_id for job in plan.starts}
-        if cached_starts != new_starts or st.plan.reservations != plan.reservations:
+        if cached_starts != new_starts or dict(st.plan.reservations) != dict(plan.reservations):
             raise AssertionError(f"site {s} at {self.now}: the cached plan differs from a fresh one")
 
     def _audit(self, s: int, plan: Plan) -> None:
         st = self.state[s]
-        releases = [(start + job.requested_time, job.requested_procs) for job, start in st.running.values()]
+        releases = [(r.expected_end, r.procs) for r in st.running.values()]
         profile = Profile.from_releases(st.procs, self.now, st.free, releases)
         for job in plan.starts:
             if job.job_id not in st.queue:
@@ -348,7 +361,7 @@ class _Driver:
         """The latest plan of a site that changed since (cancellations, ends, arrivals) must still
         be feasible for the copies it still holds: cancelling keeps the other reservations valid."""
         st = self.state[t]
-        releases = [(start + job.requested_time, job.requested_procs) for job, start in st.running.values()]
+        releases = [(r.expected_end, r.procs) for r in st.running.values()]
         profile = Profile.from_releases(st.procs, self.now, st.free, releases)
         for job in st.plan.starts:
             if job.job_id in st.queue:
@@ -409,7 +422,7 @@ class _Driver:
             copy = scaled[s]
             copy.attrs[EFFICACY_ATTR] = best / copy.requested_time
             st = self.state[s]
-            st.queue[job.job_id] = copy
+            st.enqueue(copy)
             st.queued_work += copy.requested_procs * copy.requested_time
             held[s] = copy
             self._touch(s)
@@ -421,25 +434,31 @@ class _Driver:
         """When site ``s`` would complete ``copy`` were it queued now: its local scheduler's plan
         with the copy added (a conservative projection when that plan keeps no reservation)."""
         st = self.state[s]
-        view = st.view(extra=copy)
-        plan = self._local_plan(s, view, projection=True)
-        self.plans += 1
-        starts_now = any(j.job_id == copy.job_id for j in plan.starts)
-        start = self.now if starts_now else plan.reservations.get(copy.job_id)
-        if start is None:
-            projection = ConservativeBackfill(order=self.local[s].order).plan(view, self.now)
+        if st.columns is not None:
+            st.columns.append(copy)
+        try:
+            view = st.view(extra=copy)
+            plan = self._local_plan(s, view)
             self.plans += 1
-            if any(j.job_id == copy.job_id for j in projection.starts):
-                start = self.now
-            else:
-                start = projection.reservations[copy.job_id]
+            starts_now = any(j.job_id == copy.job_id for j in plan.starts)
+            start = self.now if starts_now else plan.reservations.get(copy.job_id)
+            if start is None:
+                projection = ConservativeBackfill(order=self.local[s].order).plan(view, self.now)
+                self.plans += 1
+                if any(j.job_id == copy.job_id for j in projection.starts):
+                    start = self.now
+                else:
+                    start = projection.reservations[copy.job_id]
+        finally:
+            if st.columns is not None:
+                st.columns.remove(copy.job_id)
         return start + copy.requested_time
 
     # -- starts, cancellations, kills ----------------------------------------------------------
 
     def _remove_copy(self, job_id: int, s: int, kind: str) -> None:
         st = self.state[s]
-        copy = st.queue.pop(job_id)
+        copy = st.dequeue(job_id)
         st.queued_work -= copy.requested_procs * copy.requested_time
         if not st.queue:
             st.queued_work = 0.0
@@ -452,7 +471,7 @@ class _Driver:
         now = self.now
         if job_id in self.running:
             raise AssertionError(f"job {job_id} is already running; a second copy cannot start at site {s}")
-        copy = st.queue.pop(job_id)
+        copy = st.dequeue(job_id)
         del self.copies[job_id][s]
         procs = copy.requested_procs
         if procs > st.free:
@@ -461,7 +480,7 @@ class _Driver:
         if not st.queue:
             st.queued_work = 0.0
         st.free -= procs
-        st.running[job_id] = (copy, now)
+        st.running[job_id] = RunningJob(job=copy, start_time=now, procs=procs, expected_end=now + copy.requested_time)
         st.run_end_work += procs * (now + copy.requested_time)
         st.run_procs += procs
         self.seq += 1

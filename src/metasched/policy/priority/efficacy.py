@@ -28,3 +28,6 @@ class Efficacy(QueueOrder):
 
     def rank(self, job: Job, view: SiteView, now: float) -> tuple[float, float, int]:
         return (-job.attrs.get(EFFICACY_ATTR, 1.0), job.submit_time, job.job_id)
+
+    def primary_key(self, job: Job) -> float:
+        return -float(job.attrs.get(EFFICACY_ATTR, 1.0))

@@ -1,0 +1,135 @@
+"""Conservative backfilling on queue columns (compiled kernel) against the pure-Python pass,
+and the :class:`QueueColumns` bookkeeping a driver relies on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metasched.model.job import Job
+from metasched.policy.base import QueueColumns, RunningJob, SiteView
+from metasched.policy.local import ConservativeBackfill
+from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
+from metasched.policy.priority.fcfs import Fcfs
+
+
+def job(job_id: int, submit: float, estimate: float, procs: int, efficacy: float | None = None) -> Job:
+    j = Job(job_id=job_id, submit_time=submit, run_time=estimate, requested_time=estimate, requested_procs=procs)
+    if efficacy is not None:
+        j.attrs[EFFICACY_ATTR] = efficacy
+    return j
+
+
+def columns_of(queue: list[Job], order: Fcfs | Efficacy) -> QueueColumns:
+    cols = QueueColumns(order)
+    for j in queue:
+        cols.append(j)
+    return cols
+
+
+@st.composite
+def views(draw: st.DrawFn) -> tuple[SiteView, float]:
+    """A site with running jobs (some past their expected end), a queue in arrival order with
+    repeated shapes, zero-length estimates and efficacies, and an instant."""
+    capacity = draw(st.integers(1, 16))
+    now = float(draw(st.integers(0, 20)))
+    running: list[RunningJob] = []
+    used = 0
+    for r in range(draw(st.integers(0, 5))):
+        procs = draw(st.integers(1, capacity))
+        if used + procs > capacity:
+            break
+        used += procs
+        start = now - draw(st.integers(0, 30))
+        end = start + draw(st.integers(0, 60))  # may lie before now: an overrun
+        running.append(
+            RunningJob(job=job(1000 + r, start, end - start, procs), start_time=start, procs=procs, expected_end=end)
+        )
+    shapes = draw(
+        st.lists(
+            st.tuples(st.integers(1, capacity), st.sampled_from([0.0, 1.0, 2.5, 5.0, 10.0, 40.0])),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    queue = []
+    for i in range(draw(st.integers(0, 40))):
+        procs, estimate = draw(st.sampled_from(shapes))
+        queue.append(job(i, float(i), estimate, procs, efficacy=draw(st.sampled_from([0.25, 0.5, 1.0]))))
+    return SiteView(total_procs=capacity, free_procs=capacity - used, running=running, queue=queue), now
+
+
+@given(views(), st.sampled_from([Fcfs, Efficacy]))
+@settings(max_examples=300, deadline=None)
+def test_plan_on_columns_equals_the_python_pass(case: tuple[SiteView, float], order_cls: type) -> None:
+    view, now = case
+    sched = ConservativeBackfill(order=order_cls())
+    reference = sched.plan(view, now)
+    compiled = sched.plan(replace(view, columns=columns_of(list(view.queue), order_cls())), now)
+    assert [j.job_id for j in compiled.starts] == [j.job_id for j in reference.starts]
+    assert dict(compiled.reservations) == dict(reference.reservations)
+    assert len(compiled.reservations) == len(reference.reservations)
+
+
+def test_plan_on_columns_hand_worked() -> None:
+    # P=4 at 0, 2 procs busy until 10. Queue: A (4 procs, 5 s) reserved at 10; B (2, 10) starts
+    # now (ends at 10, before A); C (1, 20) would overlap A's window: reserved at 15.
+    running = [RunningJob(job=job(9, 0, 10, 2), start_time=0, procs=2, expected_end=10)]
+    queue = [job(1, 0, 5, 4), job(2, 0, 10, 2), job(3, 0, 20, 1)]
+    view = SiteView(total_procs=4, free_procs=2, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
+    plan = ConservativeBackfill().plan(view, 0.0)
+    assert [j.job_id for j in plan.starts] == [2]
+    assert dict(plan.reservations) == {1: 10.0, 3: 15.0}
+    assert plan.reservations[3] == 15.0 and 2 not in plan.reservations
+
+
+def test_a_job_wider_than_the_machine_is_refused() -> None:
+    queue = [job(1, 0, 5, 8)]
+    view = SiteView(total_procs=4, free_procs=4, running=[], queue=queue, columns=columns_of(queue, Fcfs()))
+    with pytest.raises(ValueError, match="8 processors can never fit a machine of 4"):
+        ConservativeBackfill().plan(view, 0.0)
+
+
+def test_columns_follow_removals_and_compaction_without_changing_old_plans() -> None:
+    order = Fcfs()
+    queue = [job(i, float(i), 10.0, 1) for i in range(200)]
+    cols = columns_of(queue, order)
+    sched = ConservativeBackfill()
+    view = SiteView(total_procs=2, free_procs=2, running=[], queue=queue, columns=cols)
+    old = sched.plan(view, 0.0)
+    before = dict(old.reservations)
+    for i in range(150):  # more dead slots than live ones: compaction into new arrays
+        cols.remove(i)
+    assert len(cols) == 50 and cols.n < 200  # compacted (at 101 removals)
+    assert [cols.jobs[k].job_id for k in cols.live_slots().tolist()] == list(range(150, 200))
+    # The old plan still answers for the jobs still queued, with its own values.
+    assert old.reservations[170] == before[170]
+    left = queue[150:]
+    new = sched.plan(replace(view, queue=left), 0.0)
+    assert dict(new.reservations) == dict(sched.plan(SiteView(2, 2, [], left), 0.0).reservations)
+
+
+def test_a_removed_job_is_gone_from_the_plan_and_slots_are_not_reused() -> None:
+    cols = columns_of([job(1, 0, 5, 1), job(2, 1, 5, 1), job(3, 2, 5, 1)], Fcfs())
+    view = SiteView(total_procs=1, free_procs=1, running=[], queue=[], columns=cols)
+    plan = ConservativeBackfill().plan(view, 0.0)
+    assert [j.job_id for j in plan.starts] == [1]
+    assert dict(plan.reservations) == {2: 5.0, 3: 10.0}
+    cols.remove(2)
+    cols.append(job(4, 3, 5, 1))  # a later arrival gets a new slot: the old plan knows nothing of it
+    assert 2 not in plan.reservations and 4 not in plan.reservations and 1 not in plan.reservations
+    assert plan.reservations[3] == 10.0 and dict(plan.reservations) == {3: 10.0}
+    with pytest.raises(ValueError, match="already queued"):
+        cols.append(job(3, 3, 5, 1))
+
+
+def test_efficacy_columns_sort_like_the_rank() -> None:
+    order = Efficacy()
+    queue = [job(i, float(i // 2), 1.0, 1, efficacy=e) for i, e in enumerate([0.5, 1.0, 0.5, 0.25, 1.0, 1.0])]
+    cols = columns_of(queue, order)
+    view = SiteView(total_procs=1, free_procs=1, running=[], queue=queue)
+    assert [cols.jobs[k] for k in cols.live_slots().tolist()] == order.order(view, 0.0)
+    assert cols.ordered
