@@ -21,7 +21,7 @@ the tie-break rule; registered in its family's ``REGISTRY``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -142,14 +142,6 @@ class LocalScheduler(ABC):
     def plan(self, view: SiteView, now: float) -> Plan:
         """Jobs of ``view.queue`` to start at ``now`` (and reservations for the others)."""
 
-    def replan(self, view: SiteView, now: float, previous: Any) -> tuple[Plan, Any]:
-        """``plan(view, now)`` again, given ``previous``: the state this method returned for the
-        same site at an earlier call (any view, an instant ``<= now``), or ``None``. Returns the
-        plan and the state to pass next time. Contract: the plan is exactly ``plan(view, now)``
-        (a scheduler may use the state only to decide faster) and ``previous`` is not modified.
-        Default: no state."""
-        return self.plan(view, now), None
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(order={self.order.key!r})"
 
@@ -266,34 +258,3 @@ class QueueColumns:
         self.jobs = [self.jobs[k] for k in keep.tolist()]
         self.slot_of = {job.job_id: k for k, job in enumerate(self.jobs)}
         self.n = len(keep)
-
-
-class SlotReservations(Mapping[int, float]):
-    """The reservations of a plan computed on :class:`QueueColumns`, read from its arrays
-    (``state[k]`` 0: slot ``k`` reserved at ``starts[k]``; 1: starts now; 2: not planned), with
-    no dictionary built. Keeps the columns' list and dict of the time of the plan, so that
-    however the columns change later every value it gives is the plan's; a job that has left the
-    queue since the plan may be missing from it."""
-
-    __slots__ = ("_jobs", "_n", "_slot_of", "_starts", "_state")
-
-    def __init__(self, columns: QueueColumns, starts: np.ndarray, state: np.ndarray) -> None:
-        self._jobs = columns.jobs
-        self._slot_of = columns.slot_of
-        self._n = columns.n
-        self._starts = starts
-        self._state = state
-
-    def __getitem__(self, job_id: int) -> float:
-        k = self._slot_of[job_id]
-        if k >= self._n or self._state[k] != 0:
-            raise KeyError(job_id)
-        return float(self._starts[k])
-
-    def __iter__(self) -> Iterator[int]:
-        jobs, slot_of = self._jobs, self._slot_of
-        reserved = np.flatnonzero(self._state[: self._n] == 0).tolist()
-        return iter([jobs[k].job_id for k in reserved if slot_of.get(jobs[k].job_id) == k])
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)

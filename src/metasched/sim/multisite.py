@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import overload
 
 import numpy as np
 
@@ -139,6 +140,7 @@ class _Site:
         "columns",
         "free",
         "fresh",
+        "min_width",
         "name",
         "plan",
         "procs",
@@ -148,6 +150,7 @@ class _Site:
         "run_procs",
         "running",
         "start_ids",
+        "widths",
     )
 
     def __init__(self, site: Site, columns: QueueColumns | None) -> None:
@@ -163,27 +166,40 @@ class _Site:
         self.plan: Plan = Plan()
         self.start_ids: set[int] = set()
         self.fresh = False
+        # Queued copies per width, and the narrowest (procs + 1: none): "does any fit?" in O(1).
+        self.widths = [0] * (site.procs + 2)
+        self.min_width = site.procs + 1
 
     def enqueue(self, copy: Job) -> None:
         self.queue[copy.job_id] = copy
         if self.columns is not None:
             self.columns.append(copy)
+        p = copy.requested_procs
+        self.widths[p] += 1
+        if p < self.min_width:
+            self.min_width = p
 
     def dequeue(self, job_id: int) -> Job:
         if self.columns is not None:
             self.columns.remove(job_id)
-        return self.queue.pop(job_id)
+        copy = self.queue.pop(job_id)
+        p = copy.requested_procs
+        widths = self.widths
+        widths[p] -= 1
+        if p == self.min_width and not widths[p]:
+            w = p
+            while w <= self.procs and not widths[w]:
+                w += 1
+            self.min_width = w
+        return copy
 
     def view(self, extra: Job | None = None) -> SiteView:
         """The site's view, with ``extra`` queued last (its columns must hold it already)."""
-        queue = list(self.queue.values())
-        if extra is not None:
-            queue.append(extra)
         return SiteView(
             total_procs=self.procs,
             free_procs=self.free,
             running=list(self.running.values()),
-            queue=queue,
+            queue=_QueueView(self.queue, extra),
             name=self.name,
             columns=self.columns,
         )
@@ -192,11 +208,39 @@ class _Site:
         return (self.queued_work + self.run_end_work - now * self.run_procs) / self.procs
 
     def fits_any(self) -> bool:
-        free = self.free
-        if self.columns is not None:
-            c = self.columns
-            return bool(((c.procs[: c.n] <= free) & c.alive[: c.n]).any())
-        return any(job.requested_procs <= free for job in self.queue.values())
+        return self.min_width <= self.free
+
+
+class _QueueView(Sequence[Job]):
+    """A site's queue (plus a projected copy) as the sequence a :class:`SiteView` holds, made
+    into a list only if a scheduler looks into it (one planning on columns never does)."""
+
+    __slots__ = ("_extra", "_list", "_queue")
+
+    def __init__(self, queue: dict[int, Job], extra: Job | None) -> None:
+        self._queue = queue
+        self._extra = extra
+        self._list: list[Job] | None = None
+
+    def _items(self) -> list[Job]:
+        if self._list is None:
+            self._list = list(self._queue.values())
+            if self._extra is not None:
+                self._list.append(self._extra)
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._queue) + (self._extra is not None)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._items())
+
+    @overload
+    def __getitem__(self, index: int) -> Job: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Job]: ...
+    def __getitem__(self, index: int | slice) -> Job | list[Job]:
+        return self._items()[index]
 
 
 def simulate_multisite(

@@ -68,8 +68,13 @@ def test_plan_on_columns_equals_the_python_pass(case: tuple[SiteView, float], or
     view, now = case
     sched = ConservativeBackfill(order=order_cls())
     reference = sched.plan(view, now)
-    compiled = sched.plan(replace(view, columns=columns_of(list(view.queue), order_cls())), now)
+    columns = columns_of(list(view.queue), order_cls())
+    compiled = sched.plan(replace(view, columns=columns), now)
     assert [j.job_id for j in compiled.starts] == [j.job_id for j in reference.starts]
+    # Asked one by one from the back (each placing the queue up to that job), then whole.
+    lazy = sched.plan(replace(view, columns=columns), now)
+    for j in reversed(view.queue):
+        assert lazy.reservations.get(j.job_id) == reference.reservations.get(j.job_id)
     assert dict(compiled.reservations) == dict(reference.reservations)
     assert len(compiled.reservations) == len(reference.reservations)
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import ClassVar
 
 import numpy as np
 
 from metasched.model.job import Job
 from metasched.model.profile import Profile
-from metasched.policy.base import LocalScheduler, Plan, QueueColumns, SiteView, SlotReservations
+from metasched.policy.base import LocalScheduler, Plan, QueueColumns, SiteView
 
 
 @dataclass(slots=True)
@@ -152,37 +154,17 @@ class ConservativeBackfill(LocalScheduler):
     # -- compiled pass on the queue's columns ------------------------------------------------
 
     def _columnar(self, view: SiteView, columns: QueueColumns, now: float) -> Plan:
-        """``_full_pass`` (without its hint) by the compiled kernel on ``columns``: same plan."""
-        # Imported on first use: numba takes ~0.6 s to import, which no command line should pay
-        # unless it plans on columns.
-        from metasched.policy.local._conservative_kernel import TOO_WIDE, conservative_pass
-
+        """``_full_pass`` (without its hint) by the compiled kernel on ``columns``: same plan.
+        The pass stops once no job left can start now; the reservations behind are placed when
+        first asked for (see :class:`_ColumnPass`)."""
         queue = columns.live_slots()
-        running = view.running_by_end if view.running_by_end is not None else view.running
-        m = len(running)
-        starts = np.empty(columns.n, dtype=np.float64)
-        state = np.full(columns.n, 2, dtype=np.int8)
-        steps = conservative_pass(
-            view.total_procs,
-            now,
-            view.free_procs,
-            np.fromiter((r.expected_end for r in running), np.float64, m),
-            np.fromiter((r.procs for r in running), np.int64, m),
-            queue,
-            columns.procs,
-            columns.durations,
-            starts,
-            state,
-        )
-        if steps < 0:
-            if steps == TOO_WIDE:
-                wide = int(columns.procs[queue].max())
-                raise ValueError(f"a job of {wide} processors can never fit a machine of {view.total_procs}")
-            raise ValueError(f"the running jobs hold more than the {view.total_procs} processors of the site")
+        if len(queue) and int(columns.procs[queue].max()) > view.total_procs:
+            wide = int(columns.procs[queue].max())
+            raise ValueError(f"a job of {wide} processors can never fit a machine of {view.total_procs}")
+        run = _ColumnPass(view, columns, queue, now)
         jobs = columns.jobs
-        # Started jobs in queue order.
-        started = [jobs[k] for k in queue[state[queue] == 1].tolist()]
-        return Plan(starts=started, reservations=SlotReservations(columns, starts, state))
+        started = [jobs[k] for k in queue[run.state[queue] == 1].tolist()]
+        return Plan(starts=started, reservations=_ColumnReservations(run, columns))
 
     @staticmethod
     def profile(view: SiteView, now: float) -> Profile:
@@ -190,3 +172,149 @@ class ConservativeBackfill(LocalScheduler):
         running = view.running_by_end if view.running_by_end is not None else view.running
         releases = [(r.expected_end, r.procs) for r in running]
         return Profile.from_releases(view.total_procs, now, view.free_procs, releases)
+
+
+class _ColumnPass:
+    """A conservative pass on queue columns in the compiled kernel
+    (:mod:`~metasched.policy.local._conservative_kernel`), placed as far as anyone asked:
+    at first until no job left can start now, later up to a queue position on demand. Keeps
+    the kernel's state (profile, caches) between the two. ``state[slot]``: 0 reserved at
+    ``starts[slot]``, 1 starts now, 2 not in this pass, 3 not placed yet."""
+
+    __slots__ = (
+        "durations",
+        "first_free",
+        "free",
+        "ints",
+        "now",
+        "positions",
+        "procs",
+        "queue",
+        "shape_d",
+        "shape_p",
+        "shape_start",
+        "starts",
+        "state",
+        "t_zero",
+        "times",
+        "total_procs",
+    )
+
+    def __init__(self, view: SiteView, columns: QueueColumns, queue: np.ndarray, now: float) -> None:
+        # Imported on first use: numba takes ~0.6 s to import, which no command line should pay
+        # unless it plans on columns.
+        from metasched.policy.local._conservative_kernel import base_profile, shortest_behind
+
+        running = view.running_by_end if view.running_by_end is not None else view.running
+        m = len(running)
+        n = len(queue)
+        self.now = now
+        self.total_procs = view.total_procs
+        self.queue = queue
+        # The columns' arrays: later appends write past every slot of this pass, removals
+        # touch only ``alive`` and compactions make new arrays, so these stay this pass's.
+        self.procs = columns.procs
+        self.durations = columns.durations
+        self.times = np.empty(m + 2 * n + 2, dtype=np.float64)
+        self.free = np.empty(m + 2 * n + 2, dtype=np.int64)
+        self.t_zero = np.empty(1, dtype=np.float64)
+        steps = base_profile(
+            now,
+            view.free_procs,
+            np.fromiter(map(_EXPECTED_END, running), np.float64, m),
+            np.fromiter(map(_PROCS, running), np.int64, m),
+            self.times,
+            self.free,
+            self.t_zero,
+        )
+        self.ints = np.array([steps, 0, view.free_procs], dtype=np.int64)
+        self.first_free = np.full(view.total_procs + 1, -np.inf)
+        table = 1 << max(4, (2 * n + 1).bit_length())
+        self.shape_p = np.full(table, -1, dtype=np.int64)
+        self.shape_d = np.empty(table, dtype=np.float64)
+        self.shape_start = np.empty(table, dtype=np.float64)
+        self.starts = np.empty(columns.n, dtype=np.float64)
+        self.state = np.full(columns.n, 2, dtype=np.int8)
+        self.state[queue] = 3
+        self.positions: np.ndarray | None = None
+        shortest = np.empty(n + 1, dtype=np.float64)
+        shortest_behind(queue, self.procs, self.durations, view.free_procs, shortest)
+        self._place(n, shortest)
+
+    def _place(self, until: int, shortest: np.ndarray) -> None:
+        from metasched.policy.local._conservative_kernel import NO_END, place
+
+        code = place(
+            self.total_procs,
+            self.now,
+            self.times,
+            self.free,
+            self.ints,
+            self.t_zero,
+            self.first_free,
+            self.shape_p,
+            self.shape_d,
+            self.shape_start,
+            self.queue,
+            self.procs,
+            self.durations,
+            self.starts,
+            self.state,
+            until,
+            shortest,
+        )
+        if code == NO_END:
+            raise ValueError(f"the running jobs hold more than the {self.total_procs} processors of the site")
+
+    def place_slot(self, slot: int) -> None:
+        """Place the queue up to and including ``slot`` (a slot of this pass)."""
+        if self.positions is None:
+            self.positions = np.empty(len(self.state), dtype=np.int64)
+            self.positions[self.queue] = np.arange(len(self.queue))
+        self._place(int(self.positions[slot]) + 1, _NEVER)
+
+    def place_all(self) -> None:
+        if self.ints[1] < len(self.queue):
+            self._place(len(self.queue), _NEVER)
+
+
+_EXPECTED_END = attrgetter("expected_end")
+_PROCS = attrgetter("procs")
+#: No early stop (see :func:`~metasched.policy.local._conservative_kernel.place`).
+_NEVER = np.empty(0, dtype=np.float64)
+
+
+class _ColumnReservations(Mapping[int, float]):
+    """The reservations of a :class:`_ColumnPass`, read from its arrays (placing the queue
+    further when a job not placed yet is asked for), with no dictionary built. Keeps the
+    columns' list and dict of the time of the pass, so that however the columns change later
+    every value it gives is the pass's; a job that has left the queue since may be missing."""
+
+    __slots__ = ("_jobs", "_n", "_run", "_slot_of")
+
+    def __init__(self, run: _ColumnPass, columns: QueueColumns) -> None:
+        self._run = run
+        self._jobs = columns.jobs
+        self._slot_of = columns.slot_of
+        self._n = columns.n
+
+    def __getitem__(self, job_id: int) -> float:
+        k = self._slot_of[job_id]
+        if k >= self._n:
+            raise KeyError(job_id)
+        run = self._run
+        if run.state[k] == 3:
+            run.place_slot(k)
+        if run.state[k] != 0:
+            raise KeyError(job_id)
+        return float(run.starts[k])
+
+    def __iter__(self) -> Iterator[int]:
+        run = self._run
+        run.place_all()
+        jobs, slot_of = self._jobs, self._slot_of
+        reserved = run.queue[run.state[run.queue] == 0].tolist()
+        return iter([jobs[k].job_id for k in reserved if slot_of.get(jobs[k].job_id) == k])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
