@@ -6,7 +6,7 @@ import heapq
 from collections.abc import Callable, Sequence
 
 from metasched.model.job import Job
-from metasched.policy.base import LocalScheduler
+from metasched.policy.base import LocalScheduler, QueueColumns
 from metasched.sim.schedule import Schedule
 from metasched.sim.site import SiteState
 
@@ -20,6 +20,7 @@ def simulate(
     *,
     progress: ProgressFn | None = None,
     name: str = "site0",
+    compiled: bool = True,
 ) -> Schedule:
     """Run ``jobs`` on one machine of ``procs`` processors under ``scheduler``.
 
@@ -36,6 +37,8 @@ def simulate(
     :attr:`SiteState.min_queued_width`), and a scheduler's :attr:`~metasched.policy.base.Plan.hint`
     is handed back to its next pass under the conditions stated there (kept by
     :class:`SiteState`). Both are checked against a from-scratch reference in the tests.
+    With ``compiled`` (the default) the queue is also kept as columns for schedulers with a
+    compiled pass (conservative backfilling); ``False`` leaves them out (same schedule).
     """
     nan, inf = float("nan"), float("inf")
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
@@ -49,7 +52,7 @@ def simulate(
         raise ValueError("job_id values must be unique within a workload")
     start_time = [nan] * len(jobs)
     end_time = [nan] * len(jobs)
-    site = SiteState(procs, name)
+    site = SiteState(procs, name, QueueColumns(scheduler.order) if compiled else None)
     ends: list[tuple[float, int, int]] = []  # (end, index in jobs, job_id): the index breaks ties
     heappush, heappop = heapq.heappush, heapq.heappop
     n = len(jobs_sorted)

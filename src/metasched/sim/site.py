@@ -7,7 +7,7 @@ from heapq import heappop, heappush
 from typing import Any
 
 from metasched.model.job import Job
-from metasched.policy.base import Plan, RunningJob, SiteView
+from metasched.policy.base import Plan, QueueColumns, RunningJob, SiteView
 
 
 class SiteState:
@@ -25,6 +25,9 @@ class SiteState:
     handed back by :meth:`view` until something breaks the conditions of :attr:`Plan.hint`
     (a direct :meth:`start`, a :meth:`cancel`, a :meth:`finish` away from the job's expected
     end, or a running job past its expected end), after which views carry ``hint=None``.
+
+    ``columns``: when given, the queue is kept as :class:`~metasched.policy.base.QueueColumns`
+    too and handed to the schedulers in :attr:`SiteView.columns`.
     """
 
     __slots__ = (
@@ -33,6 +36,7 @@ class SiteState:
         "_hint",
         "_width_count",
         "_widths",
+        "columns",
         "free_procs",
         "name",
         "procs",
@@ -40,7 +44,7 @@ class SiteState:
         "running",
     )
 
-    def __init__(self, procs: int, name: str = "") -> None:
+    def __init__(self, procs: int, name: str = "", columns: QueueColumns | None = None) -> None:
         if procs <= 0:
             raise ValueError(f"site {name!r}: procs must be positive, got {procs}")
         self.procs = procs
@@ -56,9 +60,12 @@ class SiteState:
         # Widths with queued jobs, a heap (each width at least once while it has jobs).
         self._widths: list[int] = []
         self._hint: Any = None
+        self.columns = columns
 
     def _queue_add(self, job: Job) -> None:
         self.queue[job.job_id] = job
+        if self.columns is not None:
+            self.columns.append(job)
         w = job.requested_procs
         if not 0 <= w <= self.procs:
             w = self.procs + 1
@@ -69,6 +76,8 @@ class SiteState:
 
     def _queue_remove(self, job_id: int) -> Job:
         job = self.queue.pop(job_id)
+        if self.columns is not None:
+            self.columns.remove(job_id)
         w = job.requested_procs
         if not 0 <= w <= self.procs:
             w = self.procs + 1
@@ -116,6 +125,8 @@ class SiteState:
         job_id = job.job_id
         queued = self.queue.pop(job_id, None)
         if queued is not None:
+            if self.columns is not None:
+                self.columns.remove(job_id)
             w = queued.requested_procs
             if not 0 <= w <= self.procs:
                 w = self.procs + 1
@@ -171,6 +182,7 @@ class SiteState:
             name=self.name,
             running_by_end=running,
             hint=hint,
+            columns=self.columns,
         )
 
     @property

@@ -68,14 +68,16 @@ class ConservativeBackfill(LocalScheduler):
     key: ClassVar[str] = "conservative"
 
     def plan(self, view: SiteView, now: float) -> Plan:
-        columns = view.columns
-        if columns is not None and view.hint is None and columns.ordered and columns.order_key == self.order.key:
-            return self._columnar(view, columns, now)
         hint = view.hint
+        if isinstance(hint, _ColumnHint):
+            hint = hint.materialize() if self.order.is_arrival_order and len(view.queue) >= hint.queued else None
         if isinstance(hint, ConservativeHint) and self.order.is_arrival_order and len(view.queue) >= hint.queued:
             plan = self._incremental(view, now, hint)
             if plan is not None:
                 return plan
+        columns = view.columns
+        if columns is not None and columns.ordered and columns.order_key == self.order.key:
+            return self._columnar(view, columns, now)
         return self._full_pass(view, now)
 
     def _full_pass(self, view: SiteView, now: float) -> Plan:
@@ -164,7 +166,8 @@ class ConservativeBackfill(LocalScheduler):
         run = _ColumnPass(view, columns, queue, now)
         jobs = columns.jobs
         started = [jobs[k] for k in queue[run.state[queue] == 1].tolist()]
-        return Plan(starts=started, reservations=_ColumnReservations(run, columns))
+        hint = _ColumnHint(run, jobs, len(queue) - len(started)) if self.order.is_arrival_order else None
+        return Plan(starts=started, reservations=_ColumnReservations(run, columns), hint=hint)
 
     @staticmethod
     def profile(view: SiteView, now: float) -> Profile:
@@ -318,3 +321,31 @@ class _ColumnReservations(Mapping[int, float]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+class _ColumnHint:
+    """The :attr:`Plan.hint` of a pass on columns: made into a :class:`ConservativeHint` (the
+    whole queue placed) only when a driver hands it back, i.e. when the next pass can use it."""
+
+    __slots__ = ("jobs", "queued", "run")
+
+    def __init__(self, run: _ColumnPass, jobs: list[Job], queued: int) -> None:
+        self.run = run
+        self.jobs = jobs
+        self.queued = queued
+
+    def materialize(self) -> ConservativeHint:
+        run, jobs = self.run, self.jobs
+        run.place_all()
+        steps = int(run.ints[0])
+        profile = Profile(run.total_procs, run.now)
+        profile.times = run.times[:steps].tolist()
+        profile.free = run.free[:steps].tolist()
+        queue = run.queue
+        positions = np.flatnonzero(run.state[queue] == 0)
+        slots = queue[positions].tolist()
+        starts = run.starts[queue[positions]].tolist()
+        pending = [(start, seq, jobs[k]) for start, seq, k in zip(starts, positions.tolist(), slots, strict=True)]
+        heapq.heapify(pending)
+        reservations = {jobs[k].job_id: start for k, start in zip(slots, starts, strict=True)}
+        return ConservativeHint(profile, pending, reservations, self.queued, len(queue))
