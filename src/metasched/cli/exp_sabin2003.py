@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -56,8 +57,15 @@ def sabin2003(
     seed: Annotated[int, typer.Option(help="seed of the benchmark and data-size draws")] = 1,
     workers: Annotated[int, typer.Option(help="worker processes")] = 2,
     table: Annotated[Path | None, typer.Option(help="Table 1 CSV (default: shared/data/nas)")] = None,
+    resume: Annotated[
+        bool, typer.Option(help=f"reuse the simulations already in OUT/{PARTIAL} (same jobs, seed and Table 1)")
+    ] = False,
 ) -> None:
-    """Heterogeneous multi-site schemes of Sabin et al. 2003 over load factors, figures 1-14."""
+    """Heterogeneous multi-site schemes of Sabin et al. 2003 over load factors, figures 1-14.
+
+    Each finished simulation is appended to OUT/runs.partial.jsonl at once, so an interrupted
+    sweep loses nothing: run it again with --resume to do only the simulations left.
+    """
     figures = sorted(set(figure or exp.FIGURES))
     bad = [n for n in figures if n not in exp.FIGURES]
     if bad:
@@ -81,16 +89,33 @@ def sabin2003(
     schemes = exp.schemes_for(figures)
     out.mkdir(parents=True, exist_ok=True)
     n_tasks = len(data) * len(loads) * len(schemes)
+    inputs = {
+        "jobs": jobs,
+        "seed": seed,
+        "table": str(table_path.resolve()),
+        "traces": {n: d.procs for n, d in data.items()},
+    }
+    partial = out / PARTIAL
+    earlier = _read_partial(partial, inputs) if resume else []
+    if earlier:
+        console.print(f"resuming: {len(earlier)} simulations already in {partial}")
     started = time.perf_counter()
-    with Progress(
-        TextColumn("[bold]sabin2003[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    ) as progress:
+    with (
+        Progress(
+            TextColumn("[bold]sabin2003[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as progress,
+        partial.open("a" if resume else "w") as log,
+    ):
         bar = progress.add_task("runs", total=n_tasks)
+        wanted = {(t, float(f), s) for t in data for f in loads for s in schemes}
+        progress.advance(bar, sum(1 for r in earlier if (r["trace"], float(r["load_factor"]), r["scheme"]) in wanted))
 
         def done(row: dict[str, Any]) -> None:
+            log.write(json.dumps({"inputs": inputs, "row": row}, default=_plain) + "\n")
+            log.flush()
             progress.advance(bar)
 
-        rows = exp.run_sweep(data, schemes, loads, seed=seed, workers=workers, on_done=done)
+        rows = exp.run_sweep(data, schemes, loads, seed=seed, workers=workers, on_done=done, done_rows=earlier)
     elapsed = time.perf_counter() - started
     exp.write_csv(out / "runs.csv", rows)
     traces = list(data)
@@ -127,3 +152,36 @@ def sabin2003(
         summary.add_row(exp.SCHEMES[key].label, *cells)
     console.print(summary)
     console.print(f"wrote {out}/runs.csv, fig*.csv, fig*.png, summary.md ({elapsed:.1f} s)")
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (for ``json.dumps``)."""
+    return value.item()
+
+
+#: Where each finished simulation is appended (one JSON object per line) as the sweep goes.
+PARTIAL = "runs.partial.jsonl"
+
+
+def _read_partial(path: Path, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``path`` written with the same ``inputs``; a clear error for a damaged file.
+    A last line cut short by a kill is dropped from the file (the rows after it are appended)."""
+    if not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                path.write_text("".join(f"{kept}\n" for kept in lines[:-1]))
+                break
+            raise typer.BadParameter(f"{path}:{number}: not a JSON line; delete the file to start over") from None
+        if record.get("inputs") != inputs:
+            raise typer.BadParameter(
+                f"{path}:{number}: written for other inputs ({record.get('inputs')}); "
+                "use another --out or delete the file to start over"
+            )
+        rows.append(record["row"])
+    return rows

@@ -112,7 +112,23 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     args += ["--load", "1.0", "--load", "1.4", "--workers", "1", "--table", str(TABLE), "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert {p.name for p in out.iterdir()} == {"runs.csv", "fig01.csv", "fig01.png", "summary.md"}
+    assert {p.name for p in out.iterdir()} == {"runs.csv", "fig01.csv", "fig01.png", "summary.md", "runs.partial.jsonl"}
     assert "| 1 |" in (out / "summary.md").read_text()
+    # An interrupted sweep: one simulation saved (and a line cut short by the kill); --resume
+    # runs only the three others and gives the same table.
+    full = (out / "runs.csv").read_text()
+    partial = out / "runs.partial.jsonl"
+    lines = partial.read_text().splitlines()
+    assert len(lines) == 4
+    partial.write_text(lines[0] + "\n" + lines[1][:20])
+    (out / "runs.csv").unlink()
+    resumed = CliRunner().invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert "resuming: 1 simulations" in resumed.output
+    assert (out / "runs.csv").read_text() == full
+    assert len(partial.read_text().splitlines()) == 4  # the cut line dropped, three new ones appended
+    # Other inputs: refused, nothing overwritten.
+    other = CliRunner().invoke(app, [*[a if a != "5" else "4" for a in args], "--resume"])
+    assert other.exit_code != 0 and "written for other inputs" in other.output
     bad = CliRunner().invoke(app, ["experiment", "sabin2003", "--figure", "15", "--out", str(out)])
     assert bad.exit_code != 0 and "figures 1-14" in bad.output

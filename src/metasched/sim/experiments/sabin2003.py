@@ -378,10 +378,20 @@ def run_sweep(
     seed: int,
     workers: int = 2,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    done_rows: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Every (trace, load, scheme) in a pool of ``workers`` processes; rows sorted by task."""
-    tasks = sorted((Task(t, load, s) for t in data for load in loads for s in schemes), key=_cost, reverse=True)
-    rows: list[dict[str, Any]] = []
+    """Every (trace, load, scheme) in a pool of ``workers`` processes; rows sorted by task.
+    ``done_rows``: rows of an earlier, interrupted sweep with the same inputs; their tasks are
+    not run again (``on_done`` is called for the new rows only)."""
+    done = {(r["trace"], float(r["load_factor"]), r["scheme"]): r for r in done_rows}
+    tasks = sorted(
+        (Task(t, load, s) for t in data for load in loads for s in schemes if (t, float(load), s) not in done),
+        key=_cost,
+        reverse=True,
+    )
+    rows: list[dict[str, Any]] = [
+        done[key] for key in ((t, float(load), s) for t in data for load in loads for s in schemes) if key in done
+    ]
     if workers <= 1:
         _init_worker(data, seed)
         for task in tasks:
