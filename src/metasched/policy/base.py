@@ -187,7 +187,19 @@ class QueueColumns:
     whatever a plan kept of them stays valid.
     """
 
-    __slots__ = ("alive", "durations", "jobs", "n", "order", "order_key", "ordered", "primary", "procs", "slot_of")
+    __slots__ = (
+        "alive",
+        "durations",
+        "jobs",
+        "max_procs",
+        "n",
+        "order",
+        "order_key",
+        "ordered",
+        "primary",
+        "procs",
+        "slot_of",
+    )
 
     def __init__(self, order: QueueOrder, capacity: int = 64) -> None:
         self.order = order
@@ -204,6 +216,8 @@ class QueueColumns:
         self.primary = np.zeros(capacity, dtype=np.float64)
         self.alive = np.zeros(capacity, dtype=np.bool_)
         self.n = 0
+        #: At least the widest job ever queued here (not lowered by removals).
+        self.max_procs = 0
 
     def __len__(self) -> int:
         return len(self.slot_of)
@@ -216,6 +230,8 @@ class QueueColumns:
         if k == len(self.procs):
             self._resize(max(64, 2 * k))
         self.procs[k] = job.requested_procs
+        if job.requested_procs > self.max_procs:
+            self.max_procs = job.requested_procs
         self.durations[k] = job.requested_time
         key = self.order.primary_key(job)
         self.primary[k] = 0.0 if key is None else key
