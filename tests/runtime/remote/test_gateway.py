@@ -64,6 +64,17 @@ def test_site_pin_fills_in_and_refuses_other_sites() -> None:
         parse_request("complete", '{"placeholder_id": "B-p", "results": []}', site="A")
     with pytest.raises(GatewayRefusal, match="site 'A' only"):
         parse_request("claim", '{"site": "B"}', site="A")
+    # The next claim carried by a report is pinned too.
+    report = parse_request("complete", '{"placeholder_id": "A-p", "claim": {"placeholder_id": "A-p"}}', site="A")[1]
+    assert report["claim"]["site"] == "A"
+    with pytest.raises(GatewayRefusal, match="site 'A' only"):
+        parse_request(
+            "complete", '{"placeholder_id": "A-p", "claim": {"placeholder_id": "A-p", "site": "B"}}', site="A"
+        )
+    with pytest.raises(GatewayRefusal, match="placeholders of site 'A' only"):
+        parse_request("complete", '{"placeholder_id": "A-p", "claim": {"placeholder_id": "B-p"}}', site="A")
+    with pytest.raises(GatewayRefusal, match="must be a JSON object"):
+        parse_request("complete", '{"placeholder_id": "A-p", "claim": [1]}', site="A")
 
 
 def _serve(url: str, token_file: Path, command: str | None, body: str, site: str | None = None) -> tuple[int, str, str]:

@@ -121,6 +121,12 @@ def pin_site(verb: str, body: dict[str, Any], site: str | None) -> dict[str, Any
             raise GatewayRefusal(f"this key may act for placeholders of site {site!r} only, not {placeholder!r}")
         if verb in ("hello", "claim"):
             body["site"] = site
+        # A report may carry the next claim (one round trip): it is pinned like a claim.
+        nested = body.get("claim")
+        if verb == "complete" and nested is not None:
+            if not isinstance(nested, dict):
+                raise GatewayRefusal("the claim inside a report must be a JSON object")
+            body["claim"] = pin_site("claim", nested, site)
     return body
 
 
