@@ -42,20 +42,20 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import overload
 
 import numpy as np
 
 from metasched.model.job import Job
 from metasched.model.profile import Profile
 from metasched.model.site import Site
-from metasched.policy.base import LocalScheduler, Plan, QueueColumns, QueueOrder, RunningJob, SiteView
+from metasched.policy.base import LocalScheduler, Plan, QueueColumns, QueueOrder, SiteView
 from metasched.policy.local.conservative import ConservativeBackfill
 from metasched.policy.meta.reservations_base import CopyOffer, MetaScheduler, MetaSiteView, StartDecision
 from metasched.policy.priority.efficacy import EFFICACY_ATTR
 from metasched.sim.schedule import Schedule
+from metasched.sim.site import QueueView, SiteState
 
 TRANSFER_ATTR = "transfer_s"
 ProgressFn = Callable[[int], None]
@@ -133,73 +133,29 @@ class _Running:
         self.token = token
 
 
-class _Site:
-    """A site's queue, running jobs and cached plan, plus the sums behind its instantaneous load."""
+class _Site(SiteState):
+    """A site as the multi-site driver holds it: the simulator's :class:`SiteState` (queue,
+    running jobs, free processors, queue columns) plus its cached plan and the sums behind its
+    instantaneous load."""
 
-    __slots__ = (
-        "columns",
-        "free",
-        "fresh",
-        "min_width",
-        "name",
-        "plan",
-        "procs",
-        "queue",
-        "queued_work",
-        "run_end_work",
-        "run_procs",
-        "running",
-        "start_ids",
-        "widths",
-    )
+    __slots__ = ("fresh", "plan", "queued_work", "run_end_work", "run_procs", "start_ids")
 
     def __init__(self, site: Site, columns: QueueColumns | None) -> None:
-        self.name = site.name
-        self.procs = site.procs
-        self.free = site.procs
-        self.queue: dict[int, Job] = {}
-        self.columns = columns
-        self.running: dict[int, RunningJob] = {}
+        super().__init__(site.procs, site.name, columns)
         self.queued_work = 0.0
         self.run_end_work = 0.0
         self.run_procs = 0
         self.plan: Plan = Plan()
         self.start_ids: set[int] = set()
         self.fresh = False
-        # Queued copies per width, and the narrowest (procs + 1: none): "does any fit?" in O(1).
-        self.widths = [0] * (site.procs + 2)
-        self.min_width = site.procs + 1
 
-    def enqueue(self, copy: Job) -> None:
-        self.queue[copy.job_id] = copy
-        if self.columns is not None:
-            self.columns.append(copy)
-        p = copy.requested_procs
-        self.widths[p] += 1
-        if p < self.min_width:
-            self.min_width = p
-
-    def dequeue(self, job_id: int) -> Job:
-        if self.columns is not None:
-            self.columns.remove(job_id)
-        copy = self.queue.pop(job_id)
-        p = copy.requested_procs
-        widths = self.widths
-        widths[p] -= 1
-        if p == self.min_width and not widths[p]:
-            w = p
-            while w <= self.procs and not widths[w]:
-                w += 1
-            self.min_width = w
-        return copy
-
-    def view(self, extra: Job | None = None) -> SiteView:
+    def view_with(self, extra: Job | None = None) -> SiteView:
         """The site's view, with ``extra`` queued last (its columns must hold it already)."""
         return SiteView(
             total_procs=self.procs,
-            free_procs=self.free,
-            running=list(self.running.values()),
-            queue=_QueueView(self.queue, extra),
+            free_procs=self.free_procs,
+            running=self.running_list(),
+            queue=QueueView(self.queue, extra),
             name=self.name,
             columns=self.columns,
         )
@@ -208,39 +164,7 @@ class _Site:
         return (self.queued_work + self.run_end_work - now * self.run_procs) / self.procs
 
     def fits_any(self) -> bool:
-        return self.min_width <= self.free
-
-
-class _QueueView(Sequence[Job]):
-    """A site's queue (plus a projected copy) as the sequence a :class:`SiteView` holds, made
-    into a list only if a scheduler looks into it (one planning on columns never does)."""
-
-    __slots__ = ("_extra", "_list", "_queue")
-
-    def __init__(self, queue: dict[int, Job], extra: Job | None) -> None:
-        self._queue = queue
-        self._extra = extra
-        self._list: list[Job] | None = None
-
-    def _items(self) -> list[Job]:
-        if self._list is None:
-            self._list = list(self._queue.values())
-            if self._extra is not None:
-                self._list.append(self._extra)
-        return self._list
-
-    def __len__(self) -> int:
-        return len(self._queue) + (self._extra is not None)
-
-    def __iter__(self) -> Iterator[Job]:
-        return iter(self._items())
-
-    @overload
-    def __getitem__(self, index: int) -> Job: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Job]: ...
-    def __getitem__(self, index: int | slice) -> Job | list[Job]:
-        return self._items()[index]
+        return self.min_queued_width <= self.free_procs
 
 
 def simulate_multisite(
@@ -356,7 +280,7 @@ class _Driver:
         st = self.state[s]
         if st.fresh and not self.check:
             return st.plan
-        plan = self._local_plan(s, st.view())
+        plan = self._local_plan(s, st.view_with())
         self.plans += 1
         if self.check:
             self._audit(s, plan)
@@ -389,7 +313,7 @@ class _Driver:
     def _audit(self, s: int, plan: Plan) -> None:
         st = self.state[s]
         releases = [(r.expected_end, r.procs) for r in st.running.values()]
-        profile = Profile.from_releases(st.procs, self.now, st.free, releases)
+        profile = Profile.from_releases(st.procs, self.now, st.free_procs, releases)
         for job in plan.starts:
             if job.job_id not in st.queue:
                 raise AssertionError(f"site {s}: plan starts job {job.job_id}, which is not queued there")
@@ -406,7 +330,7 @@ class _Driver:
         be feasible for the copies it still holds: cancelling keeps the other reservations valid."""
         st = self.state[t]
         releases = [(r.expected_end, r.procs) for r in st.running.values()]
-        profile = Profile.from_releases(st.procs, self.now, st.free, releases)
+        profile = Profile.from_releases(st.procs, self.now, st.free_procs, releases)
         for job in st.plan.starts:
             if job.job_id in st.queue:
                 profile.reserve(self.now, job.requested_time, job.requested_procs)
@@ -466,7 +390,7 @@ class _Driver:
             copy = scaled[s]
             copy.attrs[EFFICACY_ATTR] = best / copy.requested_time
             st = self.state[s]
-            st.enqueue(copy)
+            st.submit(copy)
             st.queued_work += copy.requested_procs * copy.requested_time
             held[s] = copy
             self._touch(s)
@@ -481,7 +405,7 @@ class _Driver:
         if st.columns is not None:
             st.columns.append(copy)
         try:
-            view = st.view(extra=copy)
+            view = st.view_with(extra=copy)
             plan = self._local_plan(s, view)
             self.plans += 1
             starts_now = any(j.job_id == copy.job_id for j in plan.starts)
@@ -502,7 +426,7 @@ class _Driver:
 
     def _remove_copy(self, job_id: int, s: int, kind: str) -> None:
         st = self.state[s]
-        copy = st.dequeue(job_id)
+        copy = st.cancel(job_id)
         st.queued_work -= copy.requested_procs * copy.requested_time
         if not st.queue:
             st.queued_work = 0.0
@@ -515,16 +439,15 @@ class _Driver:
         now = self.now
         if job_id in self.running:
             raise AssertionError(f"job {job_id} is already running; a second copy cannot start at site {s}")
-        copy = st.dequeue(job_id)
-        del self.copies[job_id][s]
+        copy = st.queue[job_id]
         procs = copy.requested_procs
-        if procs > st.free:
-            raise AssertionError(f"site {s}: starting job {job_id} ({procs} procs) with only {st.free} free")
+        if procs > st.free_procs:
+            raise AssertionError(f"site {s}: starting job {job_id} ({procs} procs) with only {st.free_procs} free")
+        st.start(copy, now)
+        del self.copies[job_id][s]
         st.queued_work -= procs * copy.requested_time
         if not st.queue:
             st.queued_work = 0.0
-        st.free -= procs
-        st.running[job_id] = RunningJob(job=copy, start_time=now, procs=procs, expected_end=now + copy.requested_time)
         st.run_end_work += procs * (now + copy.requested_time)
         st.run_procs += procs
         self.seq += 1
@@ -540,8 +463,7 @@ class _Driver:
         r = self.running.pop(job_id)
         st = self.state[r.site]
         procs = r.copy.requested_procs
-        del st.running[job_id]
-        st.free += procs
+        st.finish(job_id)
         st.run_procs -= procs
         st.run_end_work -= procs * (r.start + r.copy.requested_time)
         if not st.running:

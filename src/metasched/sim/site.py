@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
-from typing import Any
+from typing import Any, overload
 
 from metasched.model.job import Job
 from metasched.policy.base import Plan, QueueColumns, RunningJob, SiteView
@@ -178,13 +179,50 @@ class SiteState:
             total_procs=self.procs,
             free_procs=self.free_procs,
             running=running,
-            queue=list(self.queue.values()),
+            queue=QueueView(self.queue),
             name=self.name,
             running_by_end=running,
             hint=hint,
             columns=self.columns,
         )
 
+    def running_list(self) -> list[RunningJob]:
+        """The running jobs, sorted by ``(expected_end, job_id)``."""
+        return list(self._by_end)
+
     @property
     def is_idle(self) -> bool:
         return not self.queue and not self.running
+
+
+class QueueView(Sequence[Job]):
+    """A site's queue (plus a projected copy) as the sequence a :class:`SiteView` holds, made
+    into a list only if a scheduler looks into it (one planning on queue columns never does).
+    Valid until the queue changes."""
+
+    __slots__ = ("_extra", "_list", "_queue")
+
+    def __init__(self, queue: dict[int, Job], extra: Job | None = None) -> None:
+        self._queue = queue
+        self._extra = extra
+        self._list: list[Job] | None = None
+
+    def _items(self) -> list[Job]:
+        if self._list is None:
+            self._list = list(self._queue.values())
+            if self._extra is not None:
+                self._list.append(self._extra)
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._queue) + (self._extra is not None)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._items())
+
+    @overload
+    def __getitem__(self, index: int) -> Job: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Job]: ...
+    def __getitem__(self, index: int | slice) -> Job | list[Job]:
+        return self._items()[index]
