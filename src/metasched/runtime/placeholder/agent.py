@@ -44,6 +44,7 @@ from pathlib import Path
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.protocol import Completion, Transport
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
+from metasched.runtime.placeholder.spawn import Child, Spawner
 
 log = logging.getLogger("metasched.placeholder")
 
@@ -298,7 +299,7 @@ class _Ahead:
 @dataclass(slots=True)
 class _Run:
     job: ClaimedJob
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | Child
     start_at: float
     stdout_path: str
     stderr_path: str
@@ -336,7 +337,11 @@ class Agent:
         self.wall_time_s = wall_time_s
         self.log_dir = (
             Path(log_dir) if log_dir else Path(os.environ.get("METASCHED_HOME", "~/.metasched")).expanduser() / "logs"
-        )
+        ).absolute()
+        self._log_prefix = str(self.log_dir) + os.sep
+        self._log_dir_made = False
+        #: Starts jobs with posix_spawn (see :mod:`.spawn`) where glibc allows, else ``Popen``.
+        self._spawner: Spawner | None = None
         self.lease_s = lease_s
         self.heartbeat_s = heartbeat_s if heartbeat_s is not None else max(0.2, lease_s / 4)
         self.margin_s = margin_s
@@ -378,19 +383,39 @@ class Agent:
         return self.cpus - sum(r.job.cpus for r in self.runs.values())
 
     def _start(self, job: ClaimedJob) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        out = str(self.log_dir / f"{job.job_id}.{job.attempt}.out")
-        err = str(self.log_dir / f"{job.job_id}.{job.attempt}.err")
+        if not self._log_dir_made:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._log_dir_made = True
+        out = f"{self._log_prefix}{job.job_id}.{job.attempt}.out"
+        err = f"{self._log_prefix}{job.job_id}.{job.attempt}.err"
+        ours = {
+            "METASCHED_JOB_ID": str(job.job_id),
+            "METASCHED_JOB_NAME": job.name or "",
+            "METASCHED_ATTEMPT": str(job.attempt),
+            "METASCHED_PLACEHOLDER": self.id,
+            "METASCHED_SITE": self.site,
+        }
+        now = time.time()
+        proc: subprocess.Popen[bytes] | Child
+        if self._spawner is not None and self._watchdog is not None:
+            argv = shell_argv(job.command, job.env if "PATH" in job.env else None)
+            extra = {**job.env, **ours} if job.env else ours
+            try:
+                try:
+                    proc = self._spawner.spawn(argv, extra, job.cwd or None, out, err)
+                except OSError:
+                    if self.log_dir.is_dir():
+                        raise
+                    self.log_dir.mkdir(parents=True, exist_ok=True)  # removed under us: once more
+                    proc = self._spawner.spawn(argv, extra, job.cwd or None, out, err)
+            except OSError as exc:
+                self._cannot_start(job, exc, now, out, err)
+                return
+            self._started(job, proc, now, out, err)
+            return
         env = dict(os.environ)
         env.update(job.env)
-        env.update(
-            METASCHED_JOB_ID=str(job.job_id),
-            METASCHED_JOB_NAME=job.name or "",
-            METASCHED_ATTEMPT=str(job.attempt),
-            METASCHED_PLACEHOLDER=self.id,
-            METASCHED_SITE=self.site,
-        )
-        now = time.time()
+        env.update(ours)
         try:
             with open(out, "wb") as fo, open(err, "wb") as fe:
                 if self._watchdog is not None:
@@ -407,10 +432,20 @@ class Agent:
                     start_new_session=True,
                     preexec_fn=_die_with_parent if needs_preexec else None,
                 )
-        except OSError as exc:  # bad cwd, ...: the job fails, the placeholder goes on
-            Path(err).write_text(f"metasched: cannot start job: {exc}\n")
-            self.pending.append(Completion(job.job_id, job.attempt, 127, now, time.time(), out, err))
+        except OSError as exc:
+            self._cannot_start(job, exc, now, out, err)
             return
+        self._started(job, proc, now, out, err)
+
+    def _cannot_start(self, job: ClaimedJob, exc: OSError, now: float, out: str, err: str) -> None:
+        """Bad cwd, missing program, ...: the job fails (exit 127, the reason in its stderr file); we go on."""
+        self._log_dir_made = False  # (in case the log directory is what vanished)
+        with contextlib.suppress(OSError):
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            Path(err).write_text(f"metasched: cannot start job: {exc}\n")
+        self.pending.append(Completion(job.job_id, job.attempt, 127, now, time.time(), out, err))
+
+    def _started(self, job: ClaimedJob, proc: subprocess.Popen[bytes] | Child, now: float, out: str, err: str) -> None:
         run = _Run(job, proc, now, out, err)
         self.runs[job.job_id] = run
         if self._watchdog is not None:
@@ -478,7 +513,7 @@ class Agent:
         while True:
             run = self.runs.pop(jid, None)
             if run is not None and not run.killed:
-                code = run.proc.returncode
+                code = run.proc.wait()  # (reaped already: its exit code)
                 end = time.time()
                 done = Completion(
                     jid,
@@ -632,6 +667,11 @@ class Agent:
                 self._watchdog = _Watchdog(self.id)
             except OSError as exc:
                 log.warning("no watchdog process (%s): jobs get a parent-death signal instead", exc)
+        if self._spawner is None and Spawner.available():
+            try:
+                self._spawner = Spawner()
+            except OSError as exc:
+                log.warning("jobs start with Popen: %s", exc)
         try:
             return self._serve(host)
         finally:
