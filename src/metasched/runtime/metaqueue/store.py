@@ -46,6 +46,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 
 from metasched.model.formula import ExpressionFormula, FormulaError
 from metasched.model.job import Job
@@ -122,6 +123,36 @@ def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+#: A pooled PostgreSQL connection is checked (one round trip) before use only when it sat idle this long.
+PING_IDLE_S = 1.0
+
+
+def _ping_when_idle(engine: Engine, idle_s: float) -> None:
+    """SQLAlchemy's ``pool_pre_ping``, but only for connections idle ``idle_s`` or more.
+
+    ``pool_pre_ping`` costs a round trip at every checkout, i.e. per transaction: on the hot path (a
+    placeholder reporting every few milliseconds) one round trip in five. A connection used less than
+    ``idle_s`` ago is taken as alive; if it died in that time the statement fails, SQLAlchemy
+    invalidates the connection, and the caller retries (placeholders: ``ConnectionError``, see
+    :class:`~metasched.runtime.metaqueue.protocol.StoreTransport`). Raising ``DisconnectionError``
+    from ``checkout`` makes the pool replace the connection (SQLAlchemy's documented recipe).
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < idle_s:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"stale pooled connection: {exc}") from exc
 
 
 def migrate(engine: Engine) -> None:
@@ -204,7 +235,8 @@ class Store:
         elif parsed.get_backend_name() == "postgresql":
             if parsed.drivername == "postgresql":
                 url = str(parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False))
-            engine = create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+            engine = create_engine(url, pool_size=20, max_overflow=40)
+            _ping_when_idle(engine, PING_IDLE_S)
         else:
             raise StoreError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
         migrate(engine)
