@@ -18,6 +18,7 @@ Invariants kept by every method (each runs in one transaction):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -574,26 +575,34 @@ class Store:
         are the same (policies never change their inputs, house rule zero). Jobs of a kind share one
         estimates table (read-only): policies memoise on it.
         """
-        ids = [r[0] for r in _raw(conn, _READY_IDS_PG if self.is_postgres else _READY_IDS_SQLITE, (size,))]
         rows = self._ready_rows
         if len(rows) > 50_000:  # forget the rows of jobs long gone from the queue
             rows.clear()
             self._ready_made.clear()
-        missing = {jid for jid in ids if jid not in rows}
-        if missing:
-            for chunk in _chunks(sorted(missing), 500):
-                for r in conn.execute(_READY_ROWS.where(JOBS.c.id.in_(chunk))):
-                    rows[r.id] = (
-                        r.submit_at,
-                        r.cpus,
-                        r.mem_mb,
-                        r.time_s,
-                        _licences(r.licences_text),
-                        self._kind(r.name, r.command),
-                        r.deadline_at,
-                        r.user_class or "regular",
-                        _params(r.params_text),
-                    )
+        if self.is_postgres:
+            # One round trip: the candidates are read whole (and locked); most of them are new to the cache
+            # anyway, since each claim takes the oldest.
+            fetched = _raw(conn, _READY_ROWS_PG, (size,))
+            ids = [r[0] for r in fetched]
+            new_rows = [r for r in fetched if r[0] not in rows]
+        else:
+            ids = [r[0] for r in _raw(conn, _READY_IDS_SQLITE, (size,))]
+            new_rows = []
+            for chunk in _chunks(sorted(jid for jid in ids if jid not in rows), 500):
+                new_rows += _raw(conn, _ready_rows_sqlite(len(chunk)), chunk)
+        for jid, submit_at, cpus, mem_mb, time_s, lic, name, command, deadline_at, user_class, params in new_rows:
+            rows[jid] = (
+                submit_at,
+                cpus,
+                mem_mb,
+                time_s,
+                _licences(lic),
+                self._kind(name, command),
+                deadline_at,
+                user_class or "regular",
+                _params(params),
+            )
+        missing = {r[0] for r in new_rows}
         formulas = self._formula_map(conn)
         key = (site, tuple(sites), id(est), id(formulas))
         made = self._ready_made.get(key)
@@ -1432,12 +1441,9 @@ class Store:
 
 _LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
 _PARAMS_TEXT = type_coerce(JOBS.c.params, Text).label("params_text")
-# The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query); on PostgreSQL locked
-# as a claim's candidates. Written for the driver: they run in every claim.
+# The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query; PostgreSQL reads the rows
+# whole and locks them as a claim's candidates: _READY_ROWS_PG). Written for the driver: run in every claim.
 _READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
-_READY_IDS_PG = (
-    "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
-)
 # The licence guard's reads: global limits (in name order: the lock order), the asking site's own, and
 # the licences held by jobs handed out and not finished.
 _GLOBAL_LICENCES_SQL = "SELECT name, copies FROM licences ORDER BY name"
@@ -1458,19 +1464,19 @@ def _raw(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[A
     return list(conn.connection.driver_connection.execute(sql, params).fetchall())  # type: ignore[union-attr]
 
 
-_READY_ROWS = select(
-    JOBS.c.id,
-    JOBS.c.submit_at,
-    JOBS.c.cpus,
-    JOBS.c.mem_mb,
-    JOBS.c.time_s,
-    _LICENCES_TEXT,
-    JOBS.c.name,
-    JOBS.c.command,
-    JOBS.c.deadline_at,
-    JOBS.c.user_class,
-    _PARAMS_TEXT,
+# What the claim policy sees of a ready job (the ready-job cache of Store._ready_jobs); JSON columns as text.
+_READY_COLUMNS = "id, submit_at, cpus, mem_mb, time_s, {lic}, name, command, deadline_at, user_class, {params}"
+_READY_ROWS_PG = (
+    f"SELECT {_READY_COLUMNS.format(lic='licences::text', params='params::text')} FROM jobs "
+    "WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
 )
+
+
+@functools.lru_cache(maxsize=64)
+def _ready_rows_sqlite(n: int) -> str:
+    return (
+        f"SELECT {_READY_COLUMNS.format(lic='licences', params='params')} FROM jobs WHERE id IN ({', '.join('?' * n)})"
+    )
 
 
 def _with_formulas(
