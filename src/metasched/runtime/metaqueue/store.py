@@ -984,6 +984,29 @@ class Store:
             self._cascade_failure(conn, [job_id], now)
         return True
 
+    def _complete_many_pg(
+        self, conn: Connection, placeholder_id: str, results: Sequence[Mapping[str, Any]], now: float
+    ) -> list[bool]:
+        """PostgreSQL: :meth:`_complete` of every result (distinct jobs) in one round trip, the placeholder's
+        run count included; then the failure cascade of the failed ones. Returns each one's acceptance."""
+        ids = [int(r["job_id"]) for r in results]
+        params = {
+            "ids": ids,
+            "attempts": [int(r["attempt"]) for r in results],
+            "codes": [int(r["exit_code"]) for r in results],
+            "starts": [_float_or_none(r.get("start_at")) for r in results],
+            "ends": [_float_or_none(r.get("end_at")) for r in results],
+            "outs": [r.get("stdout_path") for r in results],
+            "errs": [r.get("stderr_path") for r in results],
+            "now": now,
+            "ph": placeholder_id,
+        }
+        finished = dict(_run(conn, self._sql.finish_many, params).fetchall())
+        failed = [jid for jid, state in finished.items() if state != JobState.DONE]
+        if failed:
+            self._cascade_failure(conn, failed, now)
+        return [jid in finished for jid in ids]
+
     def report(
         self,
         placeholder_id: str,
@@ -1024,7 +1047,12 @@ class Store:
         release: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[list[bool], ClaimResult | None]:
         """:meth:`report` inside the caller's transaction ``conn`` (see :meth:`run_batch`)."""
-        accepted = [
+        if self.is_postgres and results and len({int(r["job_id"]) for r in results}) == len(results):
+            accepted = self._complete_many_pg(conn, placeholder_id, results, now)
+            results = ()  # (done)
+        else:
+            accepted = []
+        accepted += [
             self._complete(
                 conn,
                 int(r["job_id"]),
@@ -1041,7 +1069,8 @@ class Store:
             for r in results
         ]
         if any(accepted):
-            _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
+            if results:  # (PostgreSQL's batch statement counted its runs itself)
+                _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
             self._seen_at[placeholder_id] = now
         if release:
             self._release(conn, placeholder_id, release, now)
@@ -1519,6 +1548,10 @@ def _licences(text: Any) -> dict[str, int]:
         return {}
     value = json.loads(text) if isinstance(text, str) else text
     return dict(value) if isinstance(value, dict) else {}
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _run(conn: Connection, sql: str, params: Any = None) -> Any:
