@@ -204,6 +204,9 @@ class Store:
         self._fixed_estimates = estimates is not None
         self._learned_at = -math.inf
         self.learn_every_s = learn_every_s
+        #: Learning is incremental: the jobs already learned and the last "done" event looked at.
+        self._learned_ids: set[int] = set()
+        self._learned_event = 0
         self._waits: dict[str, float] | None = None
         self._waits_at = -math.inf
         self._kinds: dict[object, str] = {}
@@ -552,17 +555,27 @@ class Store:
             return self._estimates
         clock = time.monotonic()
         if self._estimates is None or clock - self._learned_at >= self.learn_every_s:
-            q = select(JOBS.c.name, JOBS.c.command, JOBS.c.site, JOBS.c.start_at, JOBS.c.end_at).where(
-                JOBS.c.state == JobState.DONE, JOBS.c.site.is_not(None), JOBS.c.end_at.is_not(None)
-            )
+            # Only the runs finished since the last look: the "done" events after the last one seen. On
+            # PostgreSQL event ids are not in commit order (a sequence), so the last LEARN_SLACK_EVENTS are
+            # looked at again; a run already learned is skipped by its job id.
+            after = self._learned_event - (LEARN_SLACK_EVENTS if self.is_postgres else 0)
+            sql = _LEARN_PG if self.is_postgres else _LEARN_SQLITE
             if conn is None:
                 with self.engine.connect() as c:
-                    rows = c.execute(q).all()
+                    rows = _raw(c, sql, (max(after, 0),))
+                    c.rollback()
             else:
-                rows = conn.execute(q).all()
-            self._estimates = Estimates(
-                (job_kind(r.name, r.command), r.site, r.end_at - r.start_at) for r in rows if r.start_at is not None
-            )
+                rows = _raw(conn, sql, (max(after, 0),))
+            new = []
+            for event_id, job_id, name, command, site, start_at, end_at in rows:
+                self._learned_event = max(self._learned_event, event_id)
+                if job_id not in self._learned_ids:
+                    self._learned_ids.add(job_id)
+                    new.append((self._kind(name, command), site, end_at - start_at))
+            if self._estimates is None:
+                self._estimates = Estimates(new)
+            elif new:  # a new object: the ready-job cache keys on it (no new runs: keep it, and the cache)
+                self._estimates = self._estimates.extended(new)
             self._learned_at = clock
         return self._estimates
 
@@ -1470,6 +1483,17 @@ class Store:
 
 _LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
 _PARAMS_TEXT = type_coerce(JOBS.c.params, Text).label("params_text")
+# The runs to learn from (Store.estimates): jobs done, by their "done" events after a given event id.
+_LEARN = (
+    "SELECT e.id, j.id, j.name, j.command, j.site, j.start_at, j.end_at FROM events e JOIN jobs j ON j.id = e.job_id "
+    "WHERE e.id > {p} AND e.kind = 'done' AND j.state = 'done' AND j.site IS NOT NULL AND j.start_at IS NOT NULL "
+    "AND j.end_at IS NOT NULL ORDER BY e.id"
+)
+_LEARN_SQLITE = _LEARN.format(p="?")
+_LEARN_PG = _LEARN.format(p="%s")
+#: On PostgreSQL, how many events before the last one seen are read again when learning (ids are allocated
+#: at insert, not at commit: a completion committed late may carry an id below one already seen).
+LEARN_SLACK_EVENTS = 5000
 # The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query; PostgreSQL reads the rows
 # whole and locks them as a claim's candidates: _READY_ROWS_PG). Written for the driver: run in every claim.
 _READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
