@@ -326,7 +326,7 @@ class Agent:
         max_wait_s: float = 1.0,
         give_up_s: float = 300.0,
         linger: bool = False,
-        prefetch: int = 8,
+        prefetch: int = 32,
         prefetch_s: float = 0.05,
     ):
         self.t = transport
