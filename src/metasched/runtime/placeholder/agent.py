@@ -1,14 +1,16 @@
 """The placeholder agent (``metasched placeholder``): pulls jobs from the metaqueue and runs them.
 
 Loop: claim jobs that fit the free cpus and the remaining wall time, run each as a child process
-(``bash -c COMMAND``, its own environment and working directory, stdout/stderr to files), heartbeat,
+(``bash -c COMMAND``, or the command's words when bash would only exec them; its own environment and
+working directory, stdout/stderr to files; started with ``posix_spawn``, see :mod:`.spawn`), heartbeat,
 report, claim again; leave on EXIT, or when the wall time is nearly used (then the placeholder has
 *expired*, it has not failed).
 
 Never two runs of one job at once: a child is killed as soon as a heartbeat says the job is no
 longer ours, and also when no heartbeat has succeeded for ``lease_s - margin`` seconds (the server
 may already have handed the job to another placeholder: we fence ourselves before the lease ends).
-Children die with the agent (``PR_SET_PDEATHSIG``) so a ``kill -9`` of the agent stops its jobs.
+Children die with the agent (a watchdog process kills them when the agent dies, ``kill -9`` included;
+``PR_SET_PDEATHSIG`` where there is no watchdog).
 
 Prefetch (short jobs): while jobs run, the agent also claims the next few (*ahead*), so that when a
 child ends the next one starts at once and the report (with the next claim) overlaps its run. How
