@@ -411,3 +411,40 @@ def test_a_report_of_several_results_matches_one_by_one_completions(db_url: str)
     nxt = s.claim("s", "q", FreeResources(cpus=4), limit=4)
     assert sorted(j.job_id for j in nxt.jobs) == sorted([both, late])
     s.close()
+
+
+class _SlowReports(StoreTransport):
+    """Holds each report carrying results until a job not started when it was sent has started (or 0.5 s)."""
+
+    def __init__(self, store: Store, logs: Path) -> None:
+        super().__init__(store)
+        self.logs = logs
+        self.overlapped = 0
+        self.reports = 0
+
+    def report(self, *args: Any, **kwargs: Any) -> Any:
+        if args[1]:  # results
+            self.reports += 1
+            before = set(self.logs.glob("*.out"))
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:
+                if set(self.logs.glob("*.out")) - before:
+                    self.overlapped += 1
+                    break
+                time.sleep(0.002)
+        return super().report(*args, **kwargs)
+
+
+def test_reports_overlap_the_next_jobs_runs(tmp_path: Path) -> None:
+    """While a report is on its way, the agent keeps starting its prefetched jobs: a report held until another
+    job starts is released by the agent itself (a blocking report would wait out its 0.5 s every time)."""
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}")
+    ids = store.submit([JobSpec("true") for _ in range(40)])
+    logs = tmp_path / "logs"
+    transport = _SlowReports(store, logs)
+    agent = Agent(transport, site="local", log_dir=logs, idle_exit_s=0.5)
+    assert agent.run() == "done"
+    assert transport.overlapped >= 3, (transport.overlapped, transport.reports)
+    jobs = {j["id"]: j for j in store.jobs()}
+    assert all(jobs[i]["state"] == "done" and jobs[i]["attempts"] == 1 for i in ids)
+    assert agent.jobs_run == 40
