@@ -21,6 +21,10 @@ it; it is started only while its lease is surely ours (claimed or heartbeat-rene
 ``lease_s - margin`` ago), dropped when a heartbeat says it is no longer ours, handed back (release,
 attempt not counted) when it no longer fits the wall time or the placeholder leaves, and back in
 the queue by lease expiry if the placeholder dies.
+
+Reports overlap the runs: a report (completions, hand-backs and the next claim in one round trip) is
+sent from a second thread while the main loop keeps reaping and starting prefetched jobs; one report is
+in flight at a time, and every other call to the metaqueue waits for it first.
 """
 
 from __future__ import annotations
