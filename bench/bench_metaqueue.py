@@ -1,6 +1,10 @@
 """Benchmarks of the live metaqueue (not tests): run from the repository root with
 
-    PYTHONPATH=src python bench/bench_metaqueue.py [--pg postgresql://...] [--jobs 2000] [--quick]
+    PYTHONPATH=src python bench/bench_metaqueue.py [--pg postgresql://...] [--jobs 2000] [--only ROWS] [--repeat N]
+
+(``--only noop-sqlite,noop-pg,...`` runs only those rows; ``--repeat N`` runs the no-op rows N times and
+measures the raw limit again after each time: on a shared machine compare every row with the raw limit
+measured next to it.)
 
 0. the raw limit: ``seq N | xargs -P2 -n1 true`` (no queue at all), for scale;
 1. no-op jobs/s: N ``true`` jobs, 2 local placeholders, straight to the database (SQLite; PostgreSQL when
