@@ -1,6 +1,10 @@
 """Benchmarks of the live metaqueue (not tests): run from the repository root with
 
-    PYTHONPATH=src python bench/bench_metaqueue.py [--pg postgresql://...] [--jobs 2000] [--quick]
+    PYTHONPATH=src python bench/bench_metaqueue.py [--pg postgresql://...] [--jobs 2000] [--only ROWS] [--repeat N]
+
+(``--only noop-sqlite,noop-pg,...`` runs only those rows; ``--repeat N`` runs the no-op rows N times and
+measures the raw limit again after each time: on a shared machine compare every row with the raw limit
+measured next to it.)
 
 0. the raw limit: ``seq N | xargs -P2 -n1 true`` (no queue at all), for scale;
 1. no-op jobs/s: N ``true`` jobs, 2 local placeholders, straight to the database (SQLite; PostgreSQL when
@@ -121,11 +125,14 @@ def noop_rate(db: str, n: int, home: Path, via_server: bool) -> float:
         with server(db, home) as url:
             procs = placeholders(2, ["--server", url], home)
             wait_done(store, n)
+            # (before the server stops: a placeholder not yet told EXIT would retry for minutes)
+            for p in procs:
+                p.wait(timeout=60)
     else:
         procs = placeholders(2, ["--db", db], home)
         wait_done(store, n)
-    for p in procs:
-        p.wait(timeout=60)
+        for p in procs:
+            p.wait(timeout=60)
     t0, t1 = first_start_last_end(store)
     store.close()
     return n / (t1 - t0)
@@ -218,11 +225,27 @@ def claims(db: str, home: Path, n_jobs: int, batch: int) -> tuple[float, float]:
         return asyncio.run(claim_rate(url, token, 100, batch, 10.0))
 
 
+ROWS = ("noop-sqlite", "noop-server", "noop-pg", "noop-pg-server", "lattice", "latency", "claims1", "claims10")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pg", help="PostgreSQL admin URL (a scratch database is created and dropped)")
     ap.add_argument("--jobs", type=int, default=2000)
+    ap.add_argument(
+        "--only",
+        default="",
+        help=f"comma-separated rows to run (default all): {','.join(ROWS)}; the raw limit always runs",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="run the no-op rows this many times each")
     args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    if only - set(ROWS):
+        ap.error(f"unknown rows {sorted(only - set(ROWS))}: choose among {','.join(ROWS)}")
+
+    def want(row: str) -> bool:
+        return not only or row in only
+
     tmp = Path(tempfile.mkdtemp(prefix="mqbench-"))
     dbs: dict[str, str] = {}
 
@@ -251,25 +274,38 @@ def main() -> None:
             super().append(row)
 
     rows = Rows()
+
     # The floor on this machine at this instant: the same no-op jobs with no queue at all.
-    t0 = time.time()
-    subprocess.run(f"seq {args.jobs} | xargs -P2 -n1 true", shell=True, check=True)
-    rows.append((f"raw limit: xargs -P2 running {args.jobs} `true` (jobs/s)", f"{args.jobs / (time.time() - t0):.0f}"))
-    rows.append(("no-op jobs/s, 2 placeholders, SQLite direct", f"{noop_rate(sqlite(), args.jobs, tmp, False):.0f}"))
-    rows.append(("no-op jobs/s, 2 placeholders, server on SQLite", f"{noop_rate(sqlite(), args.jobs, tmp, True):.0f}"))
-    if args.pg:
+    def raw_limit() -> None:
+        t0 = time.time()
+        subprocess.run(f"seq {args.jobs} | xargs -P2 -n1 true", shell=True, check=True)
+        rate = args.jobs / (time.time() - t0)
+        rows.append((f"raw limit: xargs -P2 running {args.jobs} `true` (jobs/s)", f"{rate:.0f}"))
+
+    raw_limit()
+    noop = [
+        ("noop-sqlite", "SQLite direct", sqlite, False),
+        ("noop-server", "server on SQLite", sqlite, True),
+        ("noop-pg", "PostgreSQL direct", pg, False),
+        ("noop-pg-server", "server on PostgreSQL", pg, True),
+    ]
+    for _ in range(args.repeat):
+        for key, label, make_db, via_server in noop:
+            if want(key) and (make_db is sqlite or args.pg):
+                rate = noop_rate(make_db(), args.jobs, tmp, via_server)
+                rows.append((f"no-op jobs/s, 2 placeholders, {label}", f"{rate:.0f}"))
+        if args.repeat > 1 or only:
+            raw_limit()
+    if want("lattice"):
+        n, dt = lattice_time(sqlite(), tmp)
+        rows.append((f"{n}-job lattice, 2 placeholders, SQLite direct (s)", f"{dt:.2f}"))
+    if want("latency"):
         rows.append(
-            ("no-op jobs/s, 2 placeholders, PostgreSQL direct", f"{noop_rate(pg(), args.jobs, tmp, False):.0f}")
+            ("idle latency submit->done, SQLite direct (ms, median of 20)", f"{idle_latency(sqlite(), tmp) * 1000:.1f}")
         )
-        rows.append(
-            ("no-op jobs/s, 2 placeholders, server on PostgreSQL", f"{noop_rate(pg(), args.jobs, tmp, True):.0f}")
-        )
-    n, dt = lattice_time(sqlite(), tmp)
-    rows.append((f"{n}-job lattice, 2 placeholders, SQLite direct (s)", f"{dt:.2f}"))
-    rows.append(
-        ("idle latency submit->done, SQLite direct (ms, median of 20)", f"{idle_latency(sqlite(), tmp) * 1000:.1f}")
-    )
     for batch in (1, 10):
+        if not want(f"claims{batch}"):
+            continue
         for label, db in [("SQLite", sqlite())] + ([("PostgreSQL", pg())] if args.pg else []):
             req, jobs = claims(db, tmp, 20000, batch)
             rows.append(

@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
@@ -64,4 +66,40 @@ def test_store_feeds_deadline_and_user_class_to_pasquali(tmp_path: Path) -> None
     assert store.job("urgent")["deadline_at"] == 25.0 and store.job("gold")["user_class"] == "gold"
     with pytest.raises(StoreError, match="user class"):
         store.submit([JobSpec("true", user_class="platinum")])
+    store.close()
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["A", "B", "C"]), st.floats(0.01, 1e4)),
+        max_size=12,
+    ),
+    st.integers(0, 12),
+)
+def test_extended_learns_as_one_learning_of_all_runs(runs: list[tuple[str, str, float]], cut: int) -> None:
+    old = Estimates(runs[:cut])
+    before = {(k, s): old.estimate(k, s) for k in "ab" for s in "ABC"}
+    grown = old.extended(runs[cut:])
+    whole = Estimates(runs)
+    for k in "ab":
+        for s in "ABC":
+            a, b = grown.estimate(k, s), whole.estimate(k, s)
+            assert (a is None) == (b is None) and (a is None or math.isclose(a, b, rel_tol=1e-9))
+            assert old.estimate(k, s) == before[(k, s)]  # the old object is unchanged
+    assert len(grown) == len(whole)
+
+
+def test_store_learns_incrementally_from_runs_done_between_looks(db_url: str) -> None:
+    store = Store.open(db_url, lease_s=1e9, learn_every_s=0.0)
+    store.submit([JobSpec("true", name=f"sim-{i}") for i in range(3)], now=0.0)
+    for i, run_s in enumerate([10.0, 40.0]):
+        (j,) = store.claim("A", "p", FreeResources(1), now=0.0).jobs
+        assert store.complete(j.job_id, "p", j.attempt, 0, start_at=0.0, end_at=run_s, now=run_s)
+        first = store.estimates()
+        assert first.estimate("sim", "A") == pytest.approx([10.0, 20.0][i])  # geometric mean of the runs so far
+    assert store.estimates() is first  # nothing new: the same object (the ready-job cache keys on it)
+    # a failed run teaches nothing
+    (j,) = store.claim("A", "p", FreeResources(1), now=0.0).jobs
+    store.complete(j.job_id, "p", j.attempt, 1, start_at=0.0, end_at=1000.0, now=1000.0)
+    assert store.estimates().estimate("sim", "A") == pytest.approx(20.0)
     store.close()

@@ -368,3 +368,83 @@ def test_watchdog_kills_an_unlisted_job_by_its_placeholder_tag() -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_a_report_of_several_results_matches_one_by_one_completions(db_url: str) -> None:
+    """One report of several finished jobs (PostgreSQL: one statement for all of them) must do what the
+    same completions one by one do: refuse a stale attempt, fail a failed job's dependents, release a
+    dependent of two jobs finished together, count the placeholder's runs."""
+    s = Store.open(db_url)
+    ok1, ok2, bad, stale, late = s.submit(
+        [
+            JobSpec("true", name="ok1"),
+            JobSpec("true", name="ok2"),
+            JobSpec("false", name="bad"),
+            JobSpec("true", name="stale"),
+            JobSpec("true", name="late"),
+        ]
+    )
+    both, child_of_bad = s.submit([JobSpec("true", name="both", after=["ok1", "ok2"]), JobSpec("x", after=["bad"])])
+    s.placeholder_started("p", "s", "h")
+    got = {j.job_id: j for j in s.claim("s", "p", FreeResources(cpus=4), limit=4).jobs}
+    assert sorted(got) == [ok1, ok2, bad, stale]
+    results = [
+        {"job_id": ok1, "attempt": got[ok1].attempt, "exit_code": 0, "start_at": 1.0, "end_at": 2.0},
+        {"job_id": bad, "attempt": got[bad].attempt, "exit_code": 3, "start_at": 1.0, "end_at": 2.5},
+        {"job_id": stale, "attempt": got[stale].attempt + 1, "exit_code": 0},
+        {"job_id": ok2, "attempt": got[ok2].attempt, "exit_code": 0, "stdout_path": "/o", "stderr_path": "/e"},
+    ]
+    accepted, _ = s.report("p", results)
+    assert accepted == [True, True, False, True]
+    jobs = {j["id"]: j for j in s.jobs()}
+    assert (jobs[ok1]["state"], jobs[ok1]["start_at"], jobs[ok1]["end_at"]) == ("done", 1.0, 2.0)
+    assert (jobs[ok2]["state"], jobs[ok2]["stdout_path"], jobs[ok2]["stderr_path"]) == ("done", "/o", "/e")
+    assert (jobs[bad]["state"], jobs[bad]["exit_code"], jobs[bad]["reason"]) == ("failed", 3, "exit code 3")
+    assert jobs[stale]["state"] == "running"
+    assert jobs[child_of_bad]["state"] == "dep_failed"
+    assert jobs[both]["state"] == "queued"
+    assert [e["kind"] for e in s.events(job_id=stale)][-1] == "stale_complete"
+    assert [e["kind"] for e in s.events(job_id=bad)][-1] == "failed"
+    assert [e["kind"] for e in s.events(job_id=ok1)][-1] == "done"
+    assert [p["jobs_run"] for p in s.placeholders() if p["id"] == "p"] == [3]
+    # both of "both"'s dependencies were done in that one report: it is ready now (pending 2 -> 0)
+    nxt = s.claim("s", "q", FreeResources(cpus=4), limit=4)
+    assert sorted(j.job_id for j in nxt.jobs) == sorted([both, late])
+    s.close()
+
+
+class _SlowReports(StoreTransport):
+    """Holds each report carrying results until a job not started when it was sent has started (or 0.5 s)."""
+
+    def __init__(self, store: Store, logs: Path) -> None:
+        super().__init__(store)
+        self.logs = logs
+        self.overlapped = 0
+        self.reports = 0
+
+    def report(self, *args: Any, **kwargs: Any) -> Any:
+        if args[1]:  # results
+            self.reports += 1
+            before = set(self.logs.glob("*.out"))
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:
+                if set(self.logs.glob("*.out")) - before:
+                    self.overlapped += 1
+                    break
+                time.sleep(0.002)
+        return super().report(*args, **kwargs)
+
+
+def test_reports_overlap_the_next_jobs_runs(tmp_path: Path) -> None:
+    """While a report is on its way, the agent keeps starting its prefetched jobs: a report held until another
+    job starts is released by the agent itself (a blocking report would wait out its 0.5 s every time)."""
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}")
+    ids = store.submit([JobSpec("true") for _ in range(40)])
+    logs = tmp_path / "logs"
+    transport = _SlowReports(store, logs)
+    agent = Agent(transport, site="local", log_dir=logs, idle_exit_s=0.5)
+    assert agent.run() == "done"
+    assert transport.overlapped >= 3, (transport.overlapped, transport.reports)
+    jobs = {j["id"]: j for j in store.jobs()}
+    assert all(jobs[i]["state"] == "done" and jobs[i]["attempts"] == 1 for i in ids)
+    assert agent.jobs_run == 40

@@ -99,7 +99,7 @@ def placeholder(
     max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
     prefetch: Annotated[
         int, typer.Option(help="Most jobs claimed ahead while jobs run (only for jobs shorter than 50 ms); 0: none.")
-    ] = 8,
+    ] = 32,
     policy: PolicyOpt = "fcfs",
     ssh: Annotated[
         str | None, typer.Option(help="Reach the metaqueue over SSH: [user@]host running the gateway (issue 9).")

@@ -7,16 +7,17 @@ the database (small setups, no server).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 from metasched.policy.claim import FreeResources
@@ -24,6 +25,9 @@ from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
 
 if TYPE_CHECKING:
     from metasched.runtime.metaqueue.store import Store
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(slots=True)
@@ -98,15 +102,36 @@ class Transport(ABC):
         pass
 
 
+def _db_call(method: Callable[P, R]) -> Callable[P, R]:
+    """A lost or unusable database connection (SQLAlchemy ``OperationalError`` / ``InterfaceError``: the
+    server restarted, a network cut, a lock held too long) raises ``ConnectionError``, as an unreachable
+    server does over HTTP: the agent retries, on a new connection (SQLAlchemy invalidated the old one)."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            from sqlalchemy.exc import InterfaceError, OperationalError  # (loaded: the store runs on it)
+
+            if isinstance(exc, OperationalError | InterfaceError):
+                raise ConnectionError(f"metaqueue database unreachable: {exc}") from exc
+            raise
+
+    return call
+
+
 class StoreTransport(Transport):
-    """Straight to the database (SQLite file or PostgreSQL URL)."""
+    """Straight to the database (SQLite file or PostgreSQL URL); see :func:`_db_call` for its errors."""
 
     def __init__(self, store: Store):
         self.store = store
 
+    @_db_call
     def hello(self, placeholder_id: str, site: str, host: str) -> float | None:
         return self.store.placeholder_started(placeholder_id, site, host)
 
+    @_db_call
     def claim(
         self,
         placeholder_id: str,
@@ -119,9 +144,11 @@ class StoreTransport(Transport):
     ) -> ClaimResult:
         return self.store.claim(site, placeholder_id, free, limit=limit, ahead=ahead, whole=whole)
 
+    @_db_call
     def heartbeat(self, placeholder_id: str) -> dict[int, int]:
         return self.store.heartbeat(placeholder_id)
 
+    @_db_call
     def complete(self, placeholder_id: str, results: list[Completion]) -> list[bool]:
         return [
             self.store.complete(
@@ -137,6 +164,7 @@ class StoreTransport(Transport):
             for r in results
         ]
 
+    @_db_call
     def report(
         self,
         placeholder_id: str,
@@ -160,9 +188,11 @@ class StoreTransport(Transport):
             release=[{"job_id": j, "attempt": a} for j, a in release],
         )
 
+    @_db_call
     def wait_for_work(self, timeout_s: float) -> None:
         self.store.wait_for_change(timeout_s)
 
+    @_db_call
     def bye(self, placeholder_id: str, state: str) -> None:
         self.store.update_placeholder(placeholder_id, state=state, ended_at=time.time())
 

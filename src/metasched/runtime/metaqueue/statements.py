@@ -57,6 +57,32 @@ class Statements:
             "AND id IN (SELECT job_id FROM dependencies WHERE after_id IN (SELECT id FROM f))) "
             "SELECT id FROM f"
         )
+        #: PostgreSQL only: the whole of a report's completions in one statement (:attr:`finish_all` for
+        #: each, plus the placeholder's run count). The results arrive as arrays (``unnest``). A dependent of
+        #: several jobs finished together loses as many pending dependencies. Returns the accepted
+        #: ``(id, state)``. The batch must not hold a job twice (each row is updated at most once).
+        self.finish_many = self._(
+            "WITH r AS (SELECT * FROM unnest(:ids::int[], :attempts::int[], :codes::int[], :starts::float8[], "
+            ":ends::float8[], :outs::text[], :errs::text[]) "
+            "AS r(job_id, attempt, exit_code, start_at, end_at, stdout_path, stderr_path)), "
+            "f AS (UPDATE jobs j SET state = CASE WHEN r.exit_code = 0 THEN 'done' ELSE 'failed' END, "
+            "exit_code = r.exit_code, end_at = COALESCE(r.end_at, :now), start_at = COALESCE(r.start_at, j.start_at), "
+            "lease_until = NULL, stdout_path = r.stdout_path, stderr_path = r.stderr_path, "
+            "reason = CASE WHEN r.exit_code = 0 THEN '' ELSE 'exit code ' || r.exit_code END "
+            "FROM r WHERE j.id = r.job_id AND j.placeholder_id = :ph AND j.attempts = r.attempt "
+            "AND j.state = 'running' RETURNING j.id, j.state), "
+            "e AS (INSERT INTO events (at, kind, job_id, placeholder_id, detail) "
+            "SELECT :now, CASE WHEN f.id IS NULL THEN 'stale_complete' WHEN r.exit_code = 0 THEN 'done' "
+            "ELSE 'failed' END, r.job_id, :ph, CASE WHEN f.id IS NULL "
+            "THEN 'attempt ' || r.attempt || ' exit ' || r.exit_code ELSE 'exit ' || r.exit_code END "
+            "FROM r LEFT JOIN f ON f.id = r.job_id), "
+            "d AS (UPDATE jobs SET pending_deps = jobs.pending_deps - x.n FROM (SELECT job_id, count(*) AS n "
+            "FROM dependencies WHERE after_id IN (SELECT id FROM f WHERE state = 'done') GROUP BY job_id) x "
+            "WHERE jobs.id = x.job_id), "
+            "p AS (UPDATE placeholders SET jobs_run = jobs_run + (SELECT count(*) FROM f), last_seen_at = :now "
+            "WHERE id = :ph AND EXISTS (SELECT 1 FROM f)) "
+            "SELECT id, state FROM f"
+        )
         self.ran = self._("UPDATE placeholders SET jobs_run = jobs_run + :n, last_seen_at = :now WHERE id = :ph")
         self.release_deps = self._(
             "UPDATE jobs SET pending_deps = pending_deps - 1 "

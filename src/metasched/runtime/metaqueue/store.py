@@ -18,6 +18,7 @@ Invariants kept by every method (each runs in one transaction):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -46,6 +47,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 
 from metasched.model.formula import ExpressionFormula, FormulaError
 from metasched.model.job import Job
@@ -124,6 +126,36 @@ def _sqlite_setup(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+#: A pooled PostgreSQL connection is checked (one round trip) before use only when it sat idle this long.
+PING_IDLE_S = 1.0
+
+
+def _ping_when_idle(engine: Engine, idle_s: float) -> None:
+    """SQLAlchemy's ``pool_pre_ping``, but only for connections idle ``idle_s`` or more.
+
+    ``pool_pre_ping`` costs a round trip at every checkout, i.e. per transaction: on the hot path (a
+    placeholder reporting every few milliseconds) one round trip in five. A connection used less than
+    ``idle_s`` ago is taken as alive; if it died in that time the statement fails, SQLAlchemy
+    invalidates the connection, and the caller retries (placeholders: ``ConnectionError``, see
+    :class:`~metasched.runtime.metaqueue.protocol.StoreTransport`). Raising ``DisconnectionError``
+    from ``checkout`` makes the pool replace the connection (SQLAlchemy's documented recipe).
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < idle_s:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"stale pooled connection: {exc}") from exc
+
+
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest Alembic revision (idempotent, safe with concurrent openers)."""
     with engine.connect() as conn:
@@ -172,6 +204,9 @@ class Store:
         self._fixed_estimates = estimates is not None
         self._learned_at = -math.inf
         self.learn_every_s = learn_every_s
+        #: Learning is incremental: the jobs already learned and the last "done" event looked at.
+        self._learned_ids: set[int] = set()
+        self._learned_event = 0
         self._waits: dict[str, float] | None = None
         self._waits_at = -math.inf
         self._kinds: dict[object, str] = {}
@@ -204,7 +239,8 @@ class Store:
         elif parsed.get_backend_name() == "postgresql":
             if parsed.drivername == "postgresql":
                 url = str(parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False))
-            engine = create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+            engine = create_engine(url, pool_size=20, max_overflow=40)
+            _ping_when_idle(engine, PING_IDLE_S)
         else:
             raise StoreError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
         migrate(engine)
@@ -519,17 +555,27 @@ class Store:
             return self._estimates
         clock = time.monotonic()
         if self._estimates is None or clock - self._learned_at >= self.learn_every_s:
-            q = select(JOBS.c.name, JOBS.c.command, JOBS.c.site, JOBS.c.start_at, JOBS.c.end_at).where(
-                JOBS.c.state == JobState.DONE, JOBS.c.site.is_not(None), JOBS.c.end_at.is_not(None)
-            )
+            # Only the runs finished since the last look: the "done" events after the last one seen. On
+            # PostgreSQL event ids are not in commit order (a sequence), so the last LEARN_SLACK_EVENTS are
+            # looked at again; a run already learned is skipped by its job id.
+            after = self._learned_event - (LEARN_SLACK_EVENTS if self.is_postgres else 0)
+            sql = _LEARN_PG if self.is_postgres else _LEARN_SQLITE
             if conn is None:
                 with self.engine.connect() as c:
-                    rows = c.execute(q).all()
+                    rows = _raw(c, sql, (max(after, 0),))
+                    c.rollback()
             else:
-                rows = conn.execute(q).all()
-            self._estimates = Estimates(
-                (job_kind(r.name, r.command), r.site, r.end_at - r.start_at) for r in rows if r.start_at is not None
-            )
+                rows = _raw(conn, sql, (max(after, 0),))
+            new = []
+            for event_id, job_id, name, command, site, start_at, end_at in rows:
+                self._learned_event = max(self._learned_event, event_id)
+                if job_id not in self._learned_ids:
+                    self._learned_ids.add(job_id)
+                    new.append((self._kind(name, command), site, end_at - start_at))
+            if self._estimates is None:
+                self._estimates = Estimates(new)
+            elif new:  # a new object: the ready-job cache keys on it (no new runs: keep it, and the cache)
+                self._estimates = self._estimates.extended(new)
             self._learned_at = clock
         return self._estimates
 
@@ -542,26 +588,34 @@ class Store:
         are the same (policies never change their inputs, house rule zero). Jobs of a kind share one
         estimates table (read-only): policies memoise on it.
         """
-        ids = [r[0] for r in _raw(conn, _READY_IDS_PG if self.is_postgres else _READY_IDS_SQLITE, (size,))]
         rows = self._ready_rows
         if len(rows) > 50_000:  # forget the rows of jobs long gone from the queue
             rows.clear()
             self._ready_made.clear()
-        missing = {jid for jid in ids if jid not in rows}
-        if missing:
-            for chunk in _chunks(sorted(missing), 500):
-                for r in conn.execute(_READY_ROWS.where(JOBS.c.id.in_(chunk))):
-                    rows[r.id] = (
-                        r.submit_at,
-                        r.cpus,
-                        r.mem_mb,
-                        r.time_s,
-                        _licences(r.licences_text),
-                        self._kind(r.name, r.command),
-                        r.deadline_at,
-                        r.user_class or "regular",
-                        _params(r.params_text),
-                    )
+        if self.is_postgres:
+            # One round trip: the candidates are read whole (and locked); most of them are new to the cache
+            # anyway, since each claim takes the oldest.
+            fetched = _raw(conn, _READY_ROWS_PG, (size,))
+            ids = [r[0] for r in fetched]
+            new_rows = [r for r in fetched if r[0] not in rows]
+        else:
+            ids = [r[0] for r in _raw(conn, _READY_IDS_SQLITE, (size,))]
+            new_rows = []
+            for chunk in _chunks(sorted(jid for jid in ids if jid not in rows), 500):
+                new_rows += _raw(conn, _ready_rows_sqlite(len(chunk)), chunk)
+        for jid, submit_at, cpus, mem_mb, time_s, lic, name, command, deadline_at, user_class, params in new_rows:
+            rows[jid] = (
+                submit_at,
+                cpus,
+                mem_mb,
+                time_s,
+                _licences(lic),
+                self._kind(name, command),
+                deadline_at,
+                user_class or "regular",
+                _params(params),
+            )
+        missing = {r[0] for r in new_rows}
         formulas = self._formula_map(conn)
         key = (site, tuple(sites), id(est), id(formulas))
         made = self._ready_made.get(key)
@@ -943,6 +997,29 @@ class Store:
             self._cascade_failure(conn, [job_id], now)
         return True
 
+    def _complete_many_pg(
+        self, conn: Connection, placeholder_id: str, results: Sequence[Mapping[str, Any]], now: float
+    ) -> list[bool]:
+        """PostgreSQL: :meth:`_complete` of every result (distinct jobs) in one round trip, the placeholder's
+        run count included; then the failure cascade of the failed ones. Returns each one's acceptance."""
+        ids = [int(r["job_id"]) for r in results]
+        params = {
+            "ids": ids,
+            "attempts": [int(r["attempt"]) for r in results],
+            "codes": [int(r["exit_code"]) for r in results],
+            "starts": [_float_or_none(r.get("start_at")) for r in results],
+            "ends": [_float_or_none(r.get("end_at")) for r in results],
+            "outs": [r.get("stdout_path") for r in results],
+            "errs": [r.get("stderr_path") for r in results],
+            "now": now,
+            "ph": placeholder_id,
+        }
+        finished = dict(_run(conn, self._sql.finish_many, params).fetchall())
+        failed = [jid for jid, state in finished.items() if state != JobState.DONE]
+        if failed:
+            self._cascade_failure(conn, failed, now)
+        return [jid in finished for jid in ids]
+
     def report(
         self,
         placeholder_id: str,
@@ -983,7 +1060,12 @@ class Store:
         release: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[list[bool], ClaimResult | None]:
         """:meth:`report` inside the caller's transaction ``conn`` (see :meth:`run_batch`)."""
-        accepted = [
+        if self.is_postgres and results and len({int(r["job_id"]) for r in results}) == len(results):
+            accepted = self._complete_many_pg(conn, placeholder_id, results, now)
+            results = ()  # (done)
+        else:
+            accepted = []
+        accepted += [
             self._complete(
                 conn,
                 int(r["job_id"]),
@@ -1000,7 +1082,8 @@ class Store:
             for r in results
         ]
         if any(accepted):
-            _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
+            if results:  # (PostgreSQL's batch statement counted its runs itself)
+                _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
             self._seen_at[placeholder_id] = now
         if release:
             self._release(conn, placeholder_id, release, now)
@@ -1400,12 +1483,20 @@ class Store:
 
 _LICENCES_TEXT = type_coerce(JOBS.c.licences, Text).label("licences_text")
 _PARAMS_TEXT = type_coerce(JOBS.c.params, Text).label("params_text")
-# The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query); on PostgreSQL locked
-# as a claim's candidates. Written for the driver: they run in every claim.
-_READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
-_READY_IDS_PG = (
-    "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
+# The runs to learn from (Store.estimates): jobs done, by their "done" events after a given event id.
+_LEARN = (
+    "SELECT e.id, j.id, j.name, j.command, j.site, j.start_at, j.end_at FROM events e JOIN jobs j ON j.id = e.job_id "
+    "WHERE e.id > {p} AND e.kind = 'done' AND j.state = 'done' AND j.site IS NOT NULL AND j.start_at IS NOT NULL "
+    "AND j.end_at IS NOT NULL ORDER BY e.id"
 )
+_LEARN_SQLITE = _LEARN.format(p="?")
+_LEARN_PG = _LEARN.format(p="%s")
+#: On PostgreSQL, how many events before the last one seen are read again when learning (ids are allocated
+#: at insert, not at commit: a completion committed late may carry an id below one already seen).
+LEARN_SLACK_EVENTS = 5000
+# The ready jobs' ids, oldest first (the index ix_jobs_ready covers the query; PostgreSQL reads the rows
+# whole and locks them as a claim's candidates: _READY_ROWS_PG). Written for the driver: run in every claim.
+_READY_IDS_SQLITE = "SELECT id FROM jobs WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT ?"
 # The licence guard's reads: global limits (in name order: the lock order), the asking site's own, and
 # the licences held by jobs handed out and not finished.
 _GLOBAL_LICENCES_SQL = "SELECT name, copies FROM licences ORDER BY name"
@@ -1426,19 +1517,19 @@ def _raw(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[A
     return list(conn.connection.driver_connection.execute(sql, params).fetchall())  # type: ignore[union-attr]
 
 
-_READY_ROWS = select(
-    JOBS.c.id,
-    JOBS.c.submit_at,
-    JOBS.c.cpus,
-    JOBS.c.mem_mb,
-    JOBS.c.time_s,
-    _LICENCES_TEXT,
-    JOBS.c.name,
-    JOBS.c.command,
-    JOBS.c.deadline_at,
-    JOBS.c.user_class,
-    _PARAMS_TEXT,
+# What the claim policy sees of a ready job (the ready-job cache of Store._ready_jobs); JSON columns as text.
+_READY_COLUMNS = "id, submit_at, cpus, mem_mb, time_s, {lic}, name, command, deadline_at, user_class, {params}"
+_READY_ROWS_PG = (
+    f"SELECT {_READY_COLUMNS.format(lic='licences::text', params='params::text')} FROM jobs "
+    "WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
 )
+
+
+@functools.lru_cache(maxsize=64)
+def _ready_rows_sqlite(n: int) -> str:
+    return (
+        f"SELECT {_READY_COLUMNS.format(lic='licences', params='params')} FROM jobs WHERE id IN ({', '.join('?' * n)})"
+    )
 
 
 def _with_formulas(
@@ -1481,6 +1572,10 @@ def _licences(text: Any) -> dict[str, int]:
         return {}
     value = json.loads(text) if isinstance(text, str) else text
     return dict(value) if isinstance(value, dict) else {}
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _run(conn: Connection, sql: str, params: Any = None) -> Any:
