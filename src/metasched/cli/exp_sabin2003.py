@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shlex
@@ -60,6 +61,9 @@ def sabin2003(
     resume: Annotated[
         bool, typer.Option(help=f"reuse the simulations already in OUT/{PARTIAL} (same jobs, seed and Table 1)")
     ] = False,
+    replot: Annotated[
+        bool, typer.Option("--replot", help="do not simulate: redo the figures and summary.md from OUT/runs.csv")
+    ] = False,
 ) -> None:
     """Heterogeneous multi-site schemes of Sabin et al. 2003 over load factors, figures 1-14.
 
@@ -70,6 +74,17 @@ def sabin2003(
     bad = [n for n in figures if n not in exp.FIGURES]
     if bad:
         raise typer.BadParameter(f"unknown figure(s) {bad}; the paper has figures 1-14")
+    if replot:
+        rows = _read_runs(out / "runs.csv")
+        traces = list(dict.fromkeys(r["trace"] for r in rows))
+        have = {r["scheme"] for r in rows}
+        figures = [n for n in figures if set(exp.FIGURES[n].series) <= have]
+        loads = sorted({float(r["load_factor"]) for r in rows})
+        head = (
+            f"Redrawn by --replot from runs.csv ({len(rows)} simulations); see that run's own summary for its timing."
+        )
+        _write_outputs(out, rows, figures, traces, [k for k in exp.SCHEMES if k in have], loads, head)
+        return
     if jobs <= 0:
         raise typer.BadParameter(f"--jobs must be positive, got {jobs}")
     loads = sorted(set(load or exp.LOAD_FACTORS))
@@ -118,14 +133,30 @@ def sabin2003(
         rows = exp.run_sweep(data, schemes, loads, seed=seed, workers=workers, on_done=done, done_rows=earlier)
     elapsed = time.perf_counter() - started
     exp.write_csv(out / "runs.csv", rows)
-    traces = list(data)
+    head = (
+        f"{n_tasks} simulations in {elapsed:.1f} s with {workers} worker(s); seed {seed}; {jobs} jobs per trace copy."
+    )
+    _write_outputs(out, rows, figures, list(data), schemes, loads, head)
+    console.print(f"wrote {out}/runs.csv, fig*.csv, fig*.png, summary.md ({elapsed:.1f} s)")
+
+
+def _write_outputs(
+    out: Path,
+    rows: list[dict[str, Any]],
+    figures: list[int],
+    traces: list[str],
+    schemes: list[str],
+    loads: list[float],
+    head: str,
+) -> None:
+    """Figures (CSV + PNG), summary.md and the table on the console, from the sweep's rows."""
     for n in figures:
         fig = exp.FIGURES[n]
         exp.write_csv(out / f"fig{n:02d}.csv", exp.figure_rows(rows, fig))
         exp.plot_figure(out / f"fig{n:02d}.png", rows, fig, traces)
     command = "metasched experiment sabin2003 " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     notes = [
-        f"{n_tasks} simulations in {elapsed:.1f} s with {workers} worker(s); seed {seed}; {jobs} jobs per trace copy.",
+        head,
         "Machine size per site = the trace's MaxProcs as read (CTC 338 in this cleaned trace; the paper says 430).",
         "Each site gets its own copy of the trace (home site), copies 2 and 3 shifted by 3 h; the benchmark of every"
         " job is drawn independently (Table 1's four rows IS.8, MG.8, MG.256, LU.256).",
@@ -151,7 +182,30 @@ def sabin2003(
             cells.append(f"{vals[0]:,.0f} .. {vals[-1]:,.0f}" if vals else "-")
         summary.add_row(exp.SCHEMES[key].label, *cells)
     console.print(summary)
-    console.print(f"wrote {out}/runs.csv, fig*.csv, fig*.png, summary.md ({elapsed:.1f} s)")
+
+
+def _read_runs(path: Path) -> list[dict[str, Any]]:
+    """The rows of a sweep's runs.csv, numbers as numbers (empty cells left out)."""
+    if not path.is_file():
+        raise typer.BadParameter(f"--replot: {path} not found; run the sweep first")
+    with path.open(newline="") as fh:
+        rows = []
+        for number, record in enumerate(csv.DictReader(fh), 2):
+            row: dict[str, Any] = {}
+            for key, text in record.items():
+                if key in ("trace", "scheme"):
+                    row[key] = text
+                elif text:
+                    try:
+                        row[key] = float(text)
+                    except ValueError:
+                        raise typer.BadParameter(f"{path}:{number}: {key} is not a number: {text!r}") from None
+            if "trace" not in row or row.get("scheme") not in exp.SCHEMES or "load_factor" not in row:
+                raise typer.BadParameter(f"{path}:{number}: not a sabin2003 run (trace, load_factor, known scheme)")
+            rows.append(row)
+    if not rows:
+        raise typer.BadParameter(f"--replot: {path} holds no simulation")
+    return rows
 
 
 def _plain(value: Any) -> Any:

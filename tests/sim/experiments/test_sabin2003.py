@@ -127,6 +127,16 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert "resuming: 1 simulations" in resumed.output
     assert (out / "runs.csv").read_text() == full
     assert len(partial.read_text().splitlines()) == 4  # the cut line dropped, three new ones appended
+    # --replot: figures and summary again from runs.csv alone, same tables.
+    figure_csv = (out / "fig01.csv").read_text()
+    for name in ("fig01.csv", "fig01.png", "summary.md"):
+        (out / name).unlink()
+    replot = CliRunner().invoke(app, ["experiment", "sabin2003", "--figure", "1", "--replot", "--out", str(out)])
+    assert replot.exit_code == 0, replot.output
+    assert (out / "fig01.csv").read_text() == figure_csv and (out / "fig01.png").stat().st_size > 0
+    assert "Redrawn by --replot" in (out / "summary.md").read_text()
+    missing = CliRunner().invoke(app, ["experiment", "sabin2003", "--replot", "--out", str(tmp_path / "none")])
+    assert missing.exit_code != 0 and "run the sweep first" in missing.output
     # Other inputs: refused, nothing overwritten.
     other = CliRunner().invoke(app, [*[a if a != "5" else "4" for a in args], "--resume"])
     assert other.exit_code != 0 and "written for other inputs" in other.output
