@@ -88,6 +88,13 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
         f'echo "end {{name}} $METASCHED_ATTEMPT $METASCHED_SITE $(date +%s.%N)" >> {ledger}'
     )
     specs = lattice(14, command)  # 196 jobs over 27 levels
+    # The retry limit must exceed what the injected faults can take from one job, or a job fails by
+    # design and its dependents with it. Four faults are injected, and jobs running across the server
+    # restart were seen to lose two leases there (fenced during the outage, then lost again while the
+    # server came back; see the closing note of 2026-11-22's third session): 3 attempts were not enough.
+    # Exactly-once success, no overlap and dependency order are still checked for every job.
+    for spec in specs:
+        spec.max_attempts = 6
     store = Store.open(db, lease_s=lease)
     store.submit(specs)
     (tmp_path / "sites.toml").write_text(
