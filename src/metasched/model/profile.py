@@ -91,60 +91,6 @@ class Profile:
             i = j + 1  # step j lacks processors: no start before it can work
         raise AssertionError("unreachable: the last step of a profile must reach full capacity")
 
-    def copy(self) -> Profile:
-        """An independent copy."""
-        prof = Profile.__new__(Profile)
-        prof.capacity = self.capacity
-        prof.times = self.times.copy()
-        prof.free = self.free.copy()
-        return prof
-
-    def fits(self, procs: int, duration: float, start: float) -> bool:
-        """Whether ``procs`` are free on all of ``[start, start + duration)`` (at ``start`` itself
-        for a zero-length job); ``start`` at or after the origin."""
-        times, free = self.times, self.free
-        k = bisect_right(times, start) - 1
-        if k < 0:
-            raise ValueError(f"instant {start} is before the profile's origin {times[0]}")
-        if free[k] < procs:
-            return False
-        end = start + duration
-        n = len(times)
-        k += 1
-        while k < n and times[k] < end:
-            if free[k] < procs:
-                return False
-            k += 1
-        return True
-
-    def earliest_fit_before(self, procs: int, duration: float, after: float, before: float) -> float | None:
-        """``earliest_fit(procs, duration, after)`` when it is earlier than ``before``, else
-        ``None``; walks the profile no further than needed to decide (``procs`` must fit the
-        machine)."""
-        times, free = self.times, self.free
-        n = len(times)
-        i = bisect_right(times, after) - 1
-        if i < 0:
-            i = 0
-            after = times[0]
-        while i < n:
-            if free[i] < procs:
-                i += 1
-                continue
-            start = times[i] if times[i] > after else after
-            if start >= before:
-                return None
-            end = start + duration
-            j = i + 1
-            while j < n and times[j] < end:
-                if free[j] < procs:
-                    break
-                j += 1
-            else:
-                return start
-            i = j + 1
-        raise AssertionError("unreachable: the last step of a profile must reach full capacity")
-
     def place(self, procs: int, duration: float, after: float) -> float:
         """``earliest_fit(procs, duration, after)`` then ``reserve`` there, in one walk; returns
         the start. (The walk that proves the fit already found where the reservation ends.)"""
@@ -201,25 +147,6 @@ class Profile:
                 raise ValueError(
                     f"reserve({start}, {duration}, {procs}) exceeds the free processors at {self.times[k]}"
                 )
-            free[k] -= procs
-
-    def take(self, start: float, duration: float, procs: int) -> None:
-        """``reserve`` without the check, for a caller that knows the processors are free."""
-        if duration <= 0 or procs == 0:
-            return
-        times, free = self.times, self.free
-        end = start + duration
-        i = bisect_right(times, start) - 1
-        if times[i] != start:
-            i += 1
-            times.insert(i, start)
-            free.insert(i, free[i - 1])
-        j = bisect_right(times, end, i) - 1
-        if times[j] != end:
-            j += 1
-            times.insert(j, end)
-            free.insert(j, free[j - 1])
-        for k in range(i, j):
             free[k] -= procs
 
     def _split(self, t: float) -> int:
