@@ -296,6 +296,26 @@ class Store:
     def _event(self, conn: Connection, now: float, kind: str, **kw: Any) -> None:
         conn.execute(insert(EVENTS), [{"at": now, "kind": kind, "detail": "", **kw}])
 
+    def _events(
+        self,
+        conn: Connection,
+        now: float,
+        kind: str,
+        job_ids: Sequence[int],
+        placeholder_id: str,
+        site: str | None,
+        detail: str,
+    ) -> None:
+        """One event of ``kind`` per job, in one hot-path statement (see ``statements.py``)."""
+        _run(
+            conn,
+            self._sql.event,
+            [
+                {"at": now, "kind": kind, "job_id": j, "placeholder_id": placeholder_id, "site": site, "detail": detail}
+                for j in job_ids
+            ],
+        )
+
     # ------------------------------------------------------------------ submit
 
     def resolve(self, conn: Connection, refs: Iterable[str]) -> dict[str, int]:
@@ -485,15 +505,7 @@ class Store:
         params = {"site": site, "ph": placeholder_id, "lease": lease, "now": now, **ids_params(chosen)}
         by_id = {r[0]: r for r in _run(conn, self._sql.take(len(chosen)), params).fetchall()}
         if not self.is_postgres:  # (PostgreSQL: written by the take statement itself)
-            _run(
-                conn,
-                self._sql.event,
-                [
-                    {"at": now, "kind": "claim", "job_id": j, "placeholder_id": placeholder_id, "site": site}
-                    | {"detail": ""}
-                    for j in chosen
-                ],
-            )
+            self._events(conn, now, "claim", chosen, placeholder_id, site, "")
         self._seen(conn, placeholder_id, now)
         return ClaimResult(
             "job",
@@ -1156,15 +1168,7 @@ class Store:
             if _run(conn, self._sql.give_back, params).rowcount == 1:
                 back.append(job_id)
         if back:
-            _run(
-                conn,
-                self._sql.event,
-                [
-                    {"at": now, "kind": "released", "job_id": j, "placeholder_id": placeholder_id, "site": None}
-                    | {"detail": "handed back unstarted"}
-                    for j in back
-                ],
-            )
+            self._events(conn, now, "released", back, placeholder_id, None, "handed back unstarted")
         return back
 
     def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
