@@ -50,7 +50,7 @@ import numpy as np
 from metasched.model.job import Job
 from metasched.model.profile import Profile
 from metasched.model.site import Site
-from metasched.policy.base import LocalScheduler, Plan, QueueColumns, QueueOrder, SiteView
+from metasched.policy.base import LocalScheduler, Plan, QueueColumns, SiteView
 from metasched.policy.local.conservative import ConservativeBackfill
 from metasched.policy.meta.reservations_base import CopyOffer, MetaScheduler, MetaSiteView, StartDecision
 from metasched.policy.priority.efficacy import EFFICACY_ATTR
@@ -239,7 +239,7 @@ class _Driver:
                     "the multi-site driver needs jobs that end by their estimates"
                 )
         self.state = [
-            _Site(site, QueueColumns(self._order(s)) if compiled else None) for s, site in enumerate(self.sites)
+            _Site(site, QueueColumns(self.local[s].order) if compiled else None) for s, site in enumerate(self.sites)
         ]
         self.start_time = np.full(n, np.nan)
         self.end_time = np.full(n, np.nan)
@@ -261,9 +261,6 @@ class _Driver:
         self.plans = 0
         self.now = 0.0
         self.finished_since = 0
-
-    def _order(self, s: int) -> QueueOrder:
-        return self.local[s].order
 
     # -- bookkeeping -------------------------------------------------------------------------
 

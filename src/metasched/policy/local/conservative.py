@@ -160,9 +160,10 @@ class ConservativeBackfill(LocalScheduler):
         The pass stops once no job left can start now; the reservations behind are placed when
         first asked for (see :class:`_ColumnPass`)."""
         queue = columns.live_slots()
-        if columns.max_procs > view.total_procs and len(queue) and int(columns.procs[queue].max()) > view.total_procs:
+        if columns.max_procs > view.total_procs and len(queue):
             wide = int(columns.procs[queue].max())
-            raise ValueError(f"a job of {wide} processors can never fit a machine of {view.total_procs}")
+            if wide > view.total_procs:
+                raise ValueError(f"a job of {wide} processors can never fit a machine of {view.total_procs}")
         run = _ColumnPass(view, columns, queue, now)
         jobs = columns.jobs
         started = [jobs[k] for k in queue[run.state[queue] == 1].tolist()]
