@@ -123,22 +123,26 @@ def claimer(url: str, site: str, ph: str, seed: int, out: list[tuple[float, floa
         store.close()
 
 
-def check_intervals(holds: list[tuple[float, float, dict[str, int], str]]) -> None:
-    """Between a claim's return and its completion call the job surely held its licences: never over a limit."""
+def check_intervals(holds: list[tuple[float, float, dict[str, int], str]]) -> int:
+    """Between a claim's return and its completion call the job surely held its licences: never over a limit.
+    Returns the most copies of ``g`` held at once over those intervals."""
     points = []
     for got, left, lic, site in holds:
         points += [(got, 1, lic, site), (left, -1, lic, site)]
     points.sort(key=lambda p: (p[0], p[1]))  # at one instant, releases first
     level: dict[tuple[str, str], int] = {}
+    most = 0
     for _, sign, lic, site in points:
         for name, count in lic.items():
             for key in ((name, "*"), (name, site)):
                 level[key] = level.get(key, 0) + sign * count
         assert level.get(("g", "*"), 0) <= LIMITS["g"]
+        most = max(most, level.get(("g", "*"), 0))
         for s, caps in SITES.items():
             assert level.get(("s", s), 0) <= caps.get("s", 0)
             if "g" in caps:
                 assert level.get(("g", s), 0) <= caps["g"]
+    return most
 
 
 def watch(url: str, stop: threading.Event, peaks: dict[str, int]) -> None:
@@ -182,9 +186,10 @@ def test_threads_never_exceed_the_limits(db_url: str) -> None:
     assert store.counts().get("done") == N_LIC_JOBS
     store.close()
     assert len(holds) == N_LIC_JOBS
-    check_intervals(holds)
+    # The limit was reached (the claimers did contend for it), by the claimers' own exact intervals: the
+    # watcher only samples the committed state, and fast claims can all pass between two of its polls.
+    assert check_intervals(holds) == LIMITS["g"]
     assert_peaks(peaks)
-    assert peaks["g"] == LIMITS["g"]  # the limit was reached: the claimers did contend for it
 
 
 def _process_claimer(url: str, site: str, ph: str, seed: int, q: mp.Queue) -> None:  # type: ignore[type-arg]
