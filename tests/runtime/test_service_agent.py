@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -194,3 +195,91 @@ def test_job_killed_with_its_cancelled_placeholder_is_requeued_not_failed(tmp_pa
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_agent_fences_on_time_while_the_server_hangs_and_the_job_runs_again(tmp_path: Path) -> None:
+    """A real server, stopped (SIGSTOP) while a job runs: every call to it hangs (the kernel still accepts
+    connections). The agent's fencing thread must kill the job before the server's lease on it ends, whatever
+    its main loop waits for; once the server goes on, the heartbeat names the fenced run, the job is requeued
+    with its attempt counted and runs again, once."""
+    import socket
+
+    import httpx
+
+    from metasched.runtime.metaqueue.protocol import HttpTransport
+
+    db, lease = f"sqlite:///{tmp_path / 'q.db'}", 3.0
+    store = Store.open(db, lease_s=lease)
+    pid_file, ledger = tmp_path / "pid", tmp_path / "ledger"
+    store.submit(
+        [
+            JobSpec(
+                f'if [ "$METASCHED_ATTEMPT" = 1 ]; then echo $$ > {pid_file}; exec sleep 60; fi; echo ran >> {ledger}',
+                name="victim",
+            )
+        ]
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url, token_file = f"http://127.0.0.1:{port}", tmp_path / "token"
+    secret = ensure_token(token_file)
+    token = ["--token-file", str(token_file)]
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db, "--lease", str(lease), *token],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "server.log", "ab"),  # noqa: SIM115
+    )
+    result: list[str] = []
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        agent = Agent(HttpTransport(url, secret), site="local", log_dir=tmp_path / "logs", lease_s=lease, idle_exit_s=1)
+        thread = threading.Thread(target=lambda: result.append(agent.run()), daemon=True)
+        thread.start()
+        for _ in range(300):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            time.sleep(0.05)
+        job_pid = int(pid_file.read_text())
+        os.kill(server.pid, signal.SIGSTOP)
+        stopped_at = time.time()
+        lease_until = store.job("victim")["lease_until"]  # (read from the database file: the server is stopped)
+        killed_at = None
+        while time.time() < stopped_at + 3 * lease:
+            if _dead(job_pid):
+                killed_at = time.time()
+                break
+            time.sleep(0.01)
+        assert killed_at is not None, "the job still ran three leases after the server stopped"
+        assert killed_at < lease_until, f"killed {killed_at - lease_until:.2f} s after the server's lease ended"
+        os.kill(server.pid, signal.SIGCONT)
+        thread.join(timeout=60)
+        assert result == ["done"]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGCONT)
+        server.terminate()
+        server.wait(timeout=10)
+    job = store.job("victim")
+    assert (job["state"], job["attempts"]) == ("done", 2)
+    assert ledger.read_text() == "ran\n"  # attempt 2 only, once
+    assert any(e["kind"] == "lease_lost" and e["detail"] == "requeued" for e in store.events(job_id=job["id"])), (
+        store.events(job_id=job["id"])
+    )
+    store.close()
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie (killed, not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True

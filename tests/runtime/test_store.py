@@ -124,6 +124,37 @@ def test_heartbeat_keeps_lease_and_tells_what_is_held(store: Store) -> None:
     assert store.heartbeat("p1", now=20) == {}
 
 
+def test_heartbeat_with_holding_renews_exactly_what_is_held(store: Store) -> None:
+    a, b, c, d = store.submit([spec("a"), spec("b"), spec("c"), spec("d", max_attempts=1)])
+    assert [j.job_id for j in store.claim("s", "p1", FreeResources(cpus=4), limit=4, now=0).jobs] == [a, b, c, d]
+    # p1 runs a; it dropped b unstarted (or never got it); it killed c and d itself (fenced).
+    held = store.heartbeat("p1", now=5, holding=[(a, 1)], fenced=[(c, 1), (d, 1)])
+    assert held == {a: 1}
+    jobs = {j["name"]: j for j in store.jobs()}
+    assert (jobs["a"]["state"], jobs["a"]["attempts"]) == ("running", 1)
+    assert (jobs["b"]["state"], jobs["b"]["attempts"]) == ("queued", 0)  # never started: not counted
+    assert (jobs["c"]["state"], jobs["c"]["attempts"]) == ("queued", 1)  # a lost lease: counted
+    assert jobs["d"]["state"] == "failed" and "retry limit" in jobs["d"]["reason"]
+    assert store.expire_leases(now=14) == []  # a renewed until 15
+    # a wrong attempt is not held: the placeholder's run is stale, the job goes back uncounted
+    assert store.heartbeat("p1", now=14, holding=[(a, 2)]) == {}
+    assert (store.job("a")["state"], store.job("a")["attempts"]) == ("queued", 0)
+    # another placeholder's fenced claim touches nothing of others
+    (e,) = [j.job_id for j in store.claim("s", "p2", ONE, now=20).jobs]
+    assert store.heartbeat("p1", now=21, holding=[], fenced=[(e, 1)]) == {}
+    assert store.job(str(e))["state"] == "running"
+
+
+def test_grace_extends_leases_that_ended_while_no_server_ran(store: Store) -> None:
+    (a,) = store.submit([spec("a")])
+    store.claim("s", "p1", ONE, now=0)  # lease until 10
+    assert store.grant_grace(now=30) == 1  # the server was down from 5 to 30: until 40
+    assert store.expire_leases(now=39) == []
+    assert store.heartbeat("p1", now=39, holding=[(a, 1)]) == {a: 1}
+    assert store.grant_grace(now=40) == 1 and store.expire_leases(now=49.5) == []
+    assert store.expire_leases(now=50.5) == [a]
+
+
 def test_retry_limit_fails_job(store: Store) -> None:
     store.submit([spec("a", max_attempts=2), spec("b", "a")])
     for attempt in (1, 2):

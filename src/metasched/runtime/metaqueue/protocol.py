@@ -64,7 +64,13 @@ class Transport(ABC):
         ``whole`` (the placeholder's size): see :meth:`metasched.runtime.metaqueue.store.Store.claim`."""
 
     @abstractmethod
-    def heartbeat(self, placeholder_id: str) -> dict[int, int]: ...
+    def heartbeat(
+        self,
+        placeholder_id: str,
+        holding: Sequence[tuple[int, int]] | None = None,
+        fenced: Sequence[tuple[int, int]] = (),
+    ) -> dict[int, int]:
+        """Renew leases; ``holding`` / ``fenced``: see :meth:`metasched.runtime.metaqueue.store.Store.heartbeat`."""
 
     @abstractmethod
     def complete(self, placeholder_id: str, results: list[Completion]) -> list[bool]: ...
@@ -97,6 +103,13 @@ class Transport(ABC):
     def wait_for_work(self, timeout_s: float) -> None:
         """Block up to ``timeout_s`` while nothing has changed in the metaqueue (may return early)."""
         time.sleep(timeout_s)
+
+    def bound(self, timeout_s: float) -> None:  # noqa: B027 - optional hook
+        """Let no call wait for an answer longer than ``timeout_s`` (then it raises ``ConnectionError``); only
+        ever lowers the transport's own time-out.
+
+        The agent bounds its calls by a fraction of the lease: a call that hangs must not hold the agent
+        past the moment it has to heartbeat again."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -145,8 +158,13 @@ class StoreTransport(Transport):
         return self.store.claim(site, placeholder_id, free, limit=limit, ahead=ahead, whole=whole)
 
     @_db_call
-    def heartbeat(self, placeholder_id: str) -> dict[int, int]:
-        return self.store.heartbeat(placeholder_id)
+    def heartbeat(
+        self,
+        placeholder_id: str,
+        holding: Sequence[tuple[int, int]] | None = None,
+        fenced: Sequence[tuple[int, int]] = (),
+    ) -> dict[int, int]:
+        return self.store.heartbeat(placeholder_id, holding=holding, fenced=fenced)
 
     @_db_call
     def complete(self, placeholder_id: str, results: list[Completion]) -> list[bool]:
@@ -260,9 +278,25 @@ class HttpTransport(Transport):
         out = self._post("/v1/claim", _claim_body(placeholder_id, site, free, limit, ahead, whole))
         return ClaimResult(out["action"], [ClaimedJob(**j) for j in out["jobs"]])
 
-    def heartbeat(self, placeholder_id: str) -> dict[int, int]:
-        out = self._post("/v1/heartbeat", {"placeholder_id": placeholder_id})
+    def heartbeat(
+        self,
+        placeholder_id: str,
+        holding: Sequence[tuple[int, int]] | None = None,
+        fenced: Sequence[tuple[int, int]] = (),
+    ) -> dict[int, int]:
+        body: dict[str, Any] = {"placeholder_id": placeholder_id}
+        if holding is not None:
+            body["holding"] = [[j, a] for j, a in holding]
+            body["fenced"] = [[j, a] for j, a in fenced]
+        out = self._post("/v1/heartbeat", body)
         return {int(k): int(v) for k, v in out["held"].items()}
+
+    def bound(self, timeout_s: float) -> None:
+        self.timeout_s = min(self.timeout_s, timeout_s)
+        if self.conn is not None:
+            self.conn.timeout = self.timeout_s
+            if self.conn.sock is not None:
+                self.conn.sock.settimeout(self.timeout_s)
 
     def complete(self, placeholder_id: str, results: list[Completion]) -> list[bool]:
         out = self._post("/v1/complete", {"placeholder_id": placeholder_id, "results": [_result(r) for r in results]})

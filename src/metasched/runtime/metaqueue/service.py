@@ -77,8 +77,18 @@ class ClaimResponse(BaseModel):
     jobs: list[ClaimedJobOut] = []
 
 
-class PlaceholderRef(BaseModel):
+class HeartbeatRequest(BaseModel):
     placeholder_id: str
+    holding: list[tuple[int, int]] | None = Field(
+        default=None,
+        description="(job_id, attempt) of every job the placeholder runs, has prefetched or has finished and not "
+        "yet reported: only these are renewed, any other job leased to it is taken back. Absent: renew all.",
+    )
+    fenced: list[tuple[int, int]] = Field(
+        default_factory=list,
+        description="(job_id, attempt) of jobs it started and killed itself after losing contact for nearly a "
+        "lease: taken back with the attempt counted (the others not held go back uncounted).",
+    )
 
 
 class HeartbeatResponse(BaseModel):
@@ -308,6 +318,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         nonlocal commits
+        # Leases that ended while no server ran say nothing about the placeholders: give each one lease
+        # to get back in touch (Store.grant_grace) before any is expired.
+        extended = store.grant_grace()
+        if extended:
+            log.info("server start: %d running jobs' leases extended by one lease (grace)", extended)
         t = threading.Thread(target=expire_loop, name="lease-expiry", daemon=True)
         t.start()
         commits = GroupCommit(store)
@@ -366,9 +381,9 @@ def create_app(
         return Response(out, status_code=code, media_type="application/json")
 
     @app.post("/v1/heartbeat", dependencies=deps, response_model=HeartbeatResponse)
-    def heartbeat(req: PlaceholderRef) -> HeartbeatResponse:
-        """Renew the leases of the placeholder's jobs."""
-        return HeartbeatResponse(held=store.heartbeat(req.placeholder_id))
+    def heartbeat(req: HeartbeatRequest) -> HeartbeatResponse:
+        """Renew the leases of the placeholder's jobs (with ``holding``: exactly those it lists)."""
+        return HeartbeatResponse(held=store.heartbeat(req.placeholder_id, holding=req.holding, fenced=req.fenced))
 
     async def complete_call(body: bytes) -> tuple[int, bytes]:
         try:

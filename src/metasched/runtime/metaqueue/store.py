@@ -908,17 +908,64 @@ class Store:
 
     # ------------------------------------------------------------------ heartbeat / complete / leases
 
-    def heartbeat(self, placeholder_id: str, now: float | None = None) -> dict[int, int]:
+    def heartbeat(
+        self,
+        placeholder_id: str,
+        now: float | None = None,
+        *,
+        holding: Sequence[tuple[int, int]] | None = None,
+        fenced: Sequence[tuple[int, int]] = (),
+    ) -> dict[int, int]:
         """Renew the leases of the jobs ``placeholder_id`` holds; returns ``{job_id: attempt}`` it still holds.
 
         A job the placeholder runs but that is not in the answer was taken from it (lease lost,
         cancelled): the placeholder must kill it.
+
+        ``holding`` (``(job_id, attempt)`` pairs: the jobs it runs, has prefetched or has finished and not
+        yet reported) makes the renewal exact: only those are renewed. A job the metaqueue has leased to
+        this placeholder but that it does not list is taken back at once, since the placeholder does not
+        run it: with the attempt counted when it is in ``fenced`` (the placeholder started it and killed it
+        itself, having lost contact for nearly a lease: a lost lease), else handed back uncounted (never
+        started: a prefetched job it dropped, or a claim whose answer it never received). Without
+        ``holding`` (older clients) every lease of the placeholder is renewed.
+
+        Invariant: a job is renewed only for the placeholder and attempt that hold it, and a job taken
+        back here is one the placeholder has just said it does not run.
         """
         now = time.time() if now is None else now
         with self._tx() as conn:
-            held = _run(conn, self._sql.renew, {"lease": now + self.lease_s, "ph": placeholder_id}).fetchall()
+            if holding is None:
+                held = _run(conn, self._sql.renew, {"lease": now + self.lease_s, "ph": placeholder_id}).fetchall()
+                out = {r[0]: r[1] for r in held}
+            else:
+                out = self._renew_exactly(conn, placeholder_id, now, dict(holding), set(fenced))
             self._seen(conn, placeholder_id, now)
-        return {r[0]: r[1] for r in held}
+        return out
+
+    def _renew_exactly(
+        self, conn: Connection, placeholder_id: str, now: float, holding: dict[int, int], fenced: set[tuple[int, int]]
+    ) -> dict[int, int]:
+        q = select(JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id).where(
+            JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING
+        )
+        if self.is_postgres:
+            q = q.with_for_update()
+        rows = conn.execute(q).all()
+        keep = [r.id for r in rows if holding.get(r.id) == r.attempts]
+        if keep:
+            conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id.in_(keep), JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING)
+                .values(lease_until=now + self.lease_s)
+            )
+        gone = [r for r in rows if holding.get(r.id) != r.attempts]
+        lost = [r for r in gone if (r.id, r.attempts) in fenced]
+        if lost:
+            self._take_back(conn, lost, now, "fenced by placeholder {ph} (no contact for a lease)")
+        unknown = [{"job_id": r.id, "attempt": r.attempts} for r in gone if (r.id, r.attempts) not in fenced]
+        if unknown:
+            self._release(conn, placeholder_id, unknown, now, "not held by its placeholder (never started)")
+        return {r.id: r.attempts for r in rows if r.id in set(keep)}
 
     def complete(
         self,
@@ -1159,7 +1206,12 @@ class Store:
             return self._release(conn, placeholder_id, jobs, now)
 
     def _release(
-        self, conn: Connection, placeholder_id: str, jobs: Sequence[Mapping[str, Any]], now: float
+        self,
+        conn: Connection,
+        placeholder_id: str,
+        jobs: Sequence[Mapping[str, Any]],
+        now: float,
+        why: str = "handed back unstarted",
     ) -> list[int]:
         back: list[int] = []
         for r in jobs:
@@ -1168,7 +1220,7 @@ class Store:
             if _run(conn, self._sql.give_back, params).rowcount == 1:
                 back.append(job_id)
         if back:
-            self._events(conn, now, "released", back, placeholder_id, None, "handed back unstarted")
+            self._events(conn, now, "released", back, placeholder_id, None, why)
         return back
 
     def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
@@ -1209,36 +1261,60 @@ class Store:
             if self.is_postgres:
                 q = q.with_for_update(skip_locked=True)
             lost = conn.execute(q).all()
-            failed = []
-            for r in lost:
-                gave_up = r.attempts >= r.max_attempts
-                conn.execute(
-                    update(JOBS)
-                    .where(JOBS.c.id == r.id, JOBS.c.state == JobState.RUNNING)
-                    .values(
-                        state=JobState.FAILED if gave_up else JobState.QUEUED,
-                        placeholder_id=None if not gave_up else r.placeholder_id,
-                        lease_until=None,
-                        reason=(
-                            f"lease lost {r.attempts} times (retry limit)"
-                            if gave_up
-                            else f"lease lost by placeholder {r.placeholder_id}"
-                        ),
-                    )
-                )
-                self._event(
-                    conn,
-                    now,
-                    "lease_lost",
-                    job_id=r.id,
-                    placeholder_id=r.placeholder_id,
-                    detail="failed: retry limit" if gave_up else "requeued",
-                )
-                if gave_up:
-                    failed.append(r.id)
-            if failed:
-                self._cascade_failure(conn, failed, now)
+            self._take_back(conn, lost, now, "lease lost by placeholder {ph}")
         return [r.id for r in lost]
+
+    def _take_back(self, conn: Connection, lost: Sequence[Any], now: float, why: str) -> None:
+        """Lost leases (rows with id, attempts, max_attempts, placeholder_id): each job is requeued with its
+        attempt counted or, at its retry limit, failed (and its dependents marked)."""
+        failed = []
+        for r in lost:
+            gave_up = r.attempts >= r.max_attempts
+            conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == r.id, JOBS.c.state == JobState.RUNNING, JOBS.c.attempts == r.attempts)
+                .values(
+                    state=JobState.FAILED if gave_up else JobState.QUEUED,
+                    placeholder_id=None if not gave_up else r.placeholder_id,
+                    lease_until=None,
+                    reason=(
+                        f"lease lost {r.attempts} times (retry limit)" if gave_up else why.format(ph=r.placeholder_id)
+                    ),
+                )
+            )
+            self._event(
+                conn,
+                now,
+                "lease_lost",
+                job_id=r.id,
+                placeholder_id=r.placeholder_id,
+                detail="failed: retry limit" if gave_up else "requeued",
+            )
+            if gave_up:
+                failed.append(r.id)
+        if failed:
+            self._cascade_failure(conn, failed, now)
+
+    def grant_grace(self, now: float | None = None) -> int:
+        """Extend every running job's lease to at least ``now + lease_s``; returns how many were extended.
+
+        For a metaqueue server that (re)starts: while it was down no placeholder could renew a lease, so
+        leases that ended meanwhile say nothing about the placeholders. With the grace, each placeholder
+        has one lease to get back in touch and say exactly what it holds (see :meth:`heartbeat`): its
+        running jobs keep their leases, the jobs it killed itself count one lost attempt, the prefetched
+        ones it dropped go back uncounted. A placeholder that is gone loses its jobs when the grace ends.
+
+        Safe: extending a lease only delays handing its job to someone else; a placeholder stops its
+        job by its own deadline (from its last acknowledged heartbeat), which no extension moves.
+        """
+        now = time.time() if now is None else now
+        with self._tx() as conn:
+            res = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.state == JobState.RUNNING, JOBS.c.lease_until < now + self.lease_s)
+                .values(lease_until=now + self.lease_s)
+            )
+            return int(res.rowcount or 0)
 
     # ------------------------------------------------------------------ user actions
 

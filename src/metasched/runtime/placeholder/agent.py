@@ -9,6 +9,13 @@ report, claim again; leave on EXIT, or when the wall time is nearly used (then t
 Never two runs of one job at once: a child is killed as soon as a heartbeat says the job is no
 longer ours, and also when no heartbeat has succeeded for ``lease_s - margin`` seconds (the server
 may already have handed the job to another placeholder: we fence ourselves before the lease ends).
+That deadline is kept by a small fencing thread (:class:`_Fencer`), whatever the main loop is doing
+(a call to an unanswering metaqueue, bounded itself by a third of the lease, cannot hold it), and the
+jobs fenced are named in the next heartbeat that gets through, so that the metaqueue takes them back at
+once (attempt counted) rather than renewing them. A heartbeat lists every job the agent holds
+(``holding``): only those are renewed, and a job leased to us that we do not hold (a claim whose answer
+was lost, a prefetched job dropped) goes back to the queue uncounted. Failed calls are retried with a
+back-off (50 ms doubling to 1 s); heartbeats, every 0.25 s while they fail.
 Children die with the agent (a watchdog process kills them when the agent dies, ``kill -9`` included;
 ``PR_SET_PDEATHSIG`` where there is no watchdog).
 
@@ -325,6 +332,31 @@ class _Report:
     ahead: int
 
 
+class _Fencer:
+    """Kills the agent's jobs when its lease may be over, on time, from a thread of its own.
+
+    Invariant: no job of the agent runs past ``last_heartbeat_ok + lease_s - fence`` by more than one
+    tick (``tick_s``), where ``last_heartbeat_ok`` is when the last acknowledged heartbeat was *sent*, and
+    the metaqueue's lease, renewed by that heartbeat when it *arrived*, ends ``fence`` seconds later at
+    the earliest: so the metaqueue never hands out a job that may still run here.
+    """
+
+    def __init__(self, agent: Agent, tick_s: float = 0.05) -> None:
+        self.agent = agent
+        self.tick_s = tick_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=f"fence-{agent.id}", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.tick_s):
+            self.agent._fence(time.time())
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
 class Agent:
     """One placeholder. ``wall_time_s`` None = unbounded; ``margin_s`` is kept free before the wall time."""
 
@@ -381,6 +413,14 @@ class Agent:
         self.held: list[tuple[float, Completion]] = []
         self.last_heartbeat_ok = time.time()
         self.last_contact = time.time()
+        #: Taken to reap a child or to kill one, so that a pid is never signalled once reaped (pids are reused).
+        self._lock = threading.Lock()
+        #: ``(job_id, attempt)`` of runs killed by fencing, to name in the next heartbeat that gets through.
+        self.fenced: list[tuple[int, int]] = []
+        self._fencer: _Fencer | None = None
+        #: After a failed report or claim: not before ``_retry_at``; the back-off doubles up to 1 s.
+        self._retry_at = 0.0
+        self._backoff = 0.05
         self.jobs_run = 0
         self.prefetch = prefetch
         self.prefetch_s = prefetch_s
@@ -485,20 +525,35 @@ class Agent:
         threading.Thread(target=self._reap, args=(run,), daemon=True).start()
 
     def _reap(self, run: _Run) -> None:
+        with contextlib.suppress(ChildProcessError, OSError):  # wait for the end without reaping
+            os.waitid(os.P_PID, run.proc.pid, os.WEXITED | os.WNOWAIT)
         if self._watchdog is not None:
-            with contextlib.suppress(ChildProcessError, OSError):  # wait for the end without reaping
-                os.waitid(os.P_PID, run.proc.pid, os.WEXITED | os.WNOWAIT)
             self._watchdog.ended(run.proc.pid)
-        run.proc.wait()
+        with self._lock:
+            run.proc.wait()
         self.finished.put(run.job.job_id)
 
-    def _kill(self, run: _Run, why: str) -> None:
-        if run.killed:
-            return
-        log.warning("placeholder %s kills job %s: %s", self.id, run.job.job_id, why)
-        run.killed = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(run.proc.pid, signal.SIGKILL)
+    def _kill(self, run: _Run, why: str, *, fencing: bool = False) -> None:
+        """Kill a run's process group (once). With ``fencing``, a run that has already ended is left to be
+        reported, and a run killed is remembered in :attr:`fenced`. Safe from any thread."""
+        with self._lock:
+            if run.killed or run.proc.returncode is not None:  # (reaped: its pid may be someone else's now)
+                return
+            if fencing:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    if os.waitid(os.P_PID, run.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                        return  # it ended on its own: its completion is reported as usual
+                self.fenced.append((run.job.job_id, run.job.attempt))
+            log.warning("placeholder %s kills job %s: %s", self.id, run.job.job_id, why)
+            run.killed = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(run.proc.pid, signal.SIGKILL)
+
+    def _fence(self, now: float) -> None:
+        """Kill every run when no heartbeat has been acknowledged for ``lease_s - fence``: see :class:`_Fencer`."""
+        if now - self.last_heartbeat_ok > self.lease_s - self._fence_s():
+            for run in list(self.runs.values()):
+                self._kill(run, "no heartbeat acknowledged within the lease: fencing", fencing=True)
 
     #: How long the report of a job killed by SIGTERM / SIGHUP / SIGINT / SIGKILL that this agent did not send is
     #: held back. Cancelling a placeholder (scancel, qdel) signals its jobs too, and they may die a moment before
@@ -530,7 +585,8 @@ class Agent:
                 if run is not None:
                     if self._watchdog is not None:
                         self._watchdog.ended(run.proc.pid)  # before reaping: see _Watchdog.ended
-                    run.proc.wait()
+                    with self._lock:
+                        run.proc.wait()
                     self.finished.put(jid)
             block_s = 0.0
         try:
@@ -621,10 +677,12 @@ class Agent:
         try:
             accepted, claimed = sent.future.result()
         except ConnectionError as exc:
-            log.warning("report failed, will retry: %s", exc)
+            log.warning("report failed, will retry in %.2f s: %s", self._backoff, exc)
             self.pending[:0] = sent.results
             self.to_release[:0] = sent.release
+            self._failed()
             return None
+        self._backoff = 0.05
         for c, ok in zip(sent.results, accepted, strict=True):
             if ok:
                 self.jobs_run += 1
@@ -645,12 +703,18 @@ class Agent:
         try:
             res = self.t.claim(self.id, self.site, free, free.cpus, ahead=ahead, whole=self._whole(free))
         except ConnectionError as exc:
-            log.warning("claim failed: %s", exc)
+            log.warning("claim failed, will retry in %.2f s: %s", self._backoff, exc)
+            self._failed()
             return None
+        self._backoff = 0.05
         self.last_contact = time.time()
         self._thin = len(res.jobs) < free.cpus + ahead
         self._take(res, sent_at)
         return res
+
+    def _failed(self) -> None:
+        self._retry_at = time.time() + self._backoff
+        self._backoff = min(1.0, self._backoff * 2)
 
     def _whole(self, free: FreeResources) -> FreeResources:
         return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
@@ -689,12 +753,26 @@ class Agent:
             started += 1
         return started
 
-    def _heartbeat(self, now: float) -> None:
+    def _holding(self) -> list[tuple[int, int]]:
+        """``(job_id, attempt)`` of every job whose lease we need: running (not killed), prefetched, and
+        finished but not yet reported (held back or pending)."""
+        out = [(j, r.job.attempt) for j, r in list(self.runs.items()) if not r.killed]
+        out += [(a.job.job_id, a.job.attempt) for a in self.ahead]
+        out += [(c.job_id, c.attempt) for c in self.pending]
+        out += [(c.job_id, c.attempt) for _, c in self.held]
+        return out
+
+    def _heartbeat(self, now: float) -> bool:
+        """Renew our leases (exactly those we hold) and name the runs we fenced; False if it failed."""
+        with self._lock:
+            fenced = list(self.fenced)
         try:
-            held = self.t.heartbeat(self.id)
+            held = self.t.heartbeat(self.id, self._holding(), fenced)
         except ConnectionError as exc:
             log.warning("heartbeat failed: %s", exc)
-            return
+            return False
+        with self._lock:
+            del self.fenced[: len(fenced)]
         self.last_heartbeat_ok = now
         self.last_contact = now
         for jid, run in list(self.runs.items()):
@@ -709,6 +787,7 @@ class Agent:
             else:
                 log.warning("prefetched job %s is no longer ours (lease lost or cancelled)", a.job.job_id)
         self.ahead = kept
+        return True
 
     def _learn_lease(self, lease_s: float) -> None:
         # The metaqueue's lease may be shorter than we were told: heartbeat often enough for it.
@@ -716,6 +795,7 @@ class Agent:
         if 0 < lease_s < self.lease_s - 0.5:
             self.lease_s = lease_s
             self.heartbeat_s = min(self.heartbeat_s, max(0.1, lease_s / 4))
+            self.t.bound(max(0.5, lease_s / 3))
 
     def run(self) -> str:
         """Serve until EXIT or wall time; returns ``"done"``, ``"expired"`` or ``"failed"`` (metaqueue unreachable)."""
@@ -730,6 +810,9 @@ class Agent:
                 self._spawner = Spawner()
             except OSError as exc:
                 log.warning("jobs start with Popen: %s", exc)
+        self.t.bound(max(0.5, self.lease_s / 3))
+        if self._fencer is None:
+            self._fencer = _Fencer(self)
         if self._poll is not None and hasattr(os, "eventfd"):
             self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self._poll.register(self._wake, select.POLLIN)
@@ -748,6 +831,9 @@ class Agent:
                         self._poll.unregister(self._wake)
                 os.close(self._wake)
                 self._wake = None
+            if self._fencer is not None:
+                self._fencer.close()
+                self._fencer = None
             if self._watchdog is not None:
                 self._watchdog.close()
                 self._watchdog = None
@@ -772,13 +858,12 @@ class Agent:
         told_exit = False
         while True:
             now = time.time()
-            if self.runs and now - self.last_heartbeat_ok > self.lease_s - self._fence_s():
-                for run in list(self.runs.values()):
-                    self._kill(run, "no heartbeat acknowledged within the lease: fencing")
+            self._fence(now)  # (also done by the fencing thread, on time whatever this loop waits for)
             if now >= next_hb:
                 self._drain()
-                self._heartbeat(now)
-                next_hb = now + self.heartbeat_s
+                now = time.time()
+                # A failed heartbeat is tried again soon: the lease is running out.
+                next_hb = now + (self.heartbeat_s if self._heartbeat(now) else min(self.heartbeat_s, 0.25))
             self._collect(0)
             if not self.runs and now - self.last_contact > self.give_up_s:
                 log.error("metaqueue unreachable for %.0f s, leaving", now - self.last_contact)
@@ -801,6 +886,8 @@ class Agent:
                     res = self._finish_report()
                     if res is None:
                         continue  # (failed: its results are pending again)
+            elif now < self._retry_at:
+                pass  # (backing off after a failed call)
             elif self.to_release or (self.pending and self._report_due(now)):
                 self._send_report(wanted, want_ahead, overlap=not (told_exit or out_of_time))
                 if self._inflight is not None and self._inflight.future.done():
@@ -826,6 +913,8 @@ class Agent:
             # Sleep until a child ends (then claim again at once), a report's answer comes, the metaqueue
             # changes (idle), or a backed-off retry is due.
             pause = min(wait_s, max(0.0, next_hb - time.time()))
+            if self._retry_at > now:
+                pause = min(pause, max(0.0, self._retry_at - time.time()))
             if self._inflight is not None:
                 self._collect(pause if self.runs else 0)
             elif not self.runs and not self.ahead and not self.pending and not self.held:

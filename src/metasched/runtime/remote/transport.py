@@ -26,5 +26,8 @@ class SshTransport(HttpTransport):
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         return self.ssh.call(path.rsplit("/", 1)[-1], body)
 
+    def bound(self, timeout_s: float) -> None:
+        self.ssh.timeout_s = min(self.ssh.timeout_s, timeout_s)
+
     def close(self) -> None:
         self.ssh.close()
