@@ -89,12 +89,13 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
     )
     specs = lattice(14, command)  # 196 jobs over 27 levels
     # The retry limit must exceed what the injected faults can take from one job, or a job fails by
-    # design and its dependents with it. Four faults are injected, and jobs running across the server
-    # restart were seen to lose two leases there (fenced during the outage, then lost again while the
-    # server came back; see the closing note of 2026-11-22's third session): 3 attempts were not enough.
-    # Exactly-once success, no overlap and dependency order are still checked for every job.
+    # design and its dependents with it. Four faults are injected and each costs a job at most one attempt:
+    # a killed placeholder's jobs lose their lease once; across the server restart a running job keeps its
+    # lease (the server grants one lease of grace at start, the placeholder heartbeats what it holds) or,
+    # if the outage outlasts the placeholder's fencing deadline, is fenced and counted once; prefetched
+    # jobs dropped meanwhile go back uncounted. So 5 attempts always suffice (the default is 3).
     for spec in specs:
-        spec.max_attempts = 6
+        spec.max_attempts = 5
     store = Store.open(db, lease_s=lease)
     store.submit(specs)
     (tmp_path / "sites.toml").write_text(
@@ -176,12 +177,16 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
             for j in running:
                 if j["placeholder_id"] in phs:
                     by_site[j["site"]].append(j["placeholder_id"])
-            if "scancel" not in killed and done > 20 and by_site["slurmB"]:
-                victim = phs[by_site["slurmB"][0]]
+            # A batch cancel of a placeholder running a job, at whichever site of that batch system has one
+            # (on a loaded machine one site may have none running at that moment).
+            slurm = by_site["slurmB"] or by_site["slurmA"]
+            if "scancel" not in killed and done > 20 and slurm:
+                victim = phs[slurm[0]]
                 subprocess.run(["scancel", victim["batch_id"]], check=True)
                 killed["scancel"] = victim["id"]
-            if "qdel" not in killed and done > 40 and by_site["sgeB"]:
-                victim = phs[by_site["sgeB"][0]]
+            sge = by_site["sgeB"] or by_site["sgeA"]
+            if "qdel" not in killed and done > 40 and sge:
+                victim = phs[sge[0]]
                 subprocess.run(["qdel", victim["batch_id"]], check=True, capture_output=True)
                 killed["qdel"] = victim["id"]
             if "kill9" not in killed and done > 60:
@@ -255,6 +260,7 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
     lost = {by_id[e["job_id"]]["name"] for e in events if e["kind"] == "lease_lost"}
     print(
         f"\nlattice of {len(jobs)} jobs in {elapsed:.1f}s; kills: {killed}; jobs requeued after lost leases: "
-        f"{len(lost)}; placeholder targets: { {k: sorted(v) for k, v in targets.items()} }"
+        f"{len(lost)} (most attempts of a job: {max(j['attempts'] for j in jobs.values())}); "
+        f"placeholder targets: { {k: sorted(v) for k, v in targets.items()} }"
     )
     store.close()
