@@ -62,15 +62,13 @@ class ConservativeBackfill(LocalScheduler):
     compiled kernel of :mod:`~metasched.policy.local._conservative_kernel` on the queue's arrays;
     same plan, its reservations read from those arrays. Used when the queue order is arrival
     order or a static order whose :meth:`~metasched.policy.base.QueueOrder.primary_key` filled
-    the columns.
+    the columns. A pass on columns leaves no hint: every pass is a full one, stopped early.
     """
 
     key: ClassVar[str] = "conservative"
 
     def plan(self, view: SiteView, now: float) -> Plan:
         hint = view.hint
-        if isinstance(hint, _ColumnHint):
-            hint = hint.materialize() if self.order.is_arrival_order and len(view.queue) >= hint.queued else None
         if isinstance(hint, ConservativeHint) and self.order.is_arrival_order and len(view.queue) >= hint.queued:
             plan = self._incremental(view, now, hint)
             if plan is not None:
@@ -167,8 +165,10 @@ class ConservativeBackfill(LocalScheduler):
         run = _ColumnPass(view, columns, queue, now)
         jobs = columns.jobs
         started = [jobs[k] for k in queue[run.state[queue] == 1].tolist()]
-        hint = _ColumnHint(run, jobs, len(queue) - len(started)) if self.order.is_arrival_order else None
-        return Plan(starts=started, reservations=_ColumnReservations(run, columns), hint=hint)
+        # No hint: carrying this pass to the next one (the whole queue placed, then made into a
+        # ConservativeHint for the Python incremental pass) cost more than the next pass on columns
+        # with its early stop, 1.0-1.5x more in the single-site replays of seed 000's sweep (BENCHMARKS.md).
+        return Plan(starts=started, reservations=_ColumnReservations(run, columns))
 
     @staticmethod
     def profile(view: SiteView, now: float) -> Profile:
@@ -322,31 +322,3 @@ class _ColumnReservations(Mapping[int, float]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-
-class _ColumnHint:
-    """The :attr:`Plan.hint` of a pass on columns: made into a :class:`ConservativeHint` (the
-    whole queue placed) only when a driver hands it back, i.e. when the next pass can use it."""
-
-    __slots__ = ("jobs", "queued", "run")
-
-    def __init__(self, run: _ColumnPass, jobs: list[Job], queued: int) -> None:
-        self.run = run
-        self.jobs = jobs
-        self.queued = queued
-
-    def materialize(self) -> ConservativeHint:
-        run, jobs = self.run, self.jobs
-        run.place_all()
-        steps = int(run.ints[0])
-        profile = Profile(run.total_procs, run.now)
-        profile.times = run.times[:steps].tolist()
-        profile.free = run.free[:steps].tolist()
-        queue = run.queue
-        positions = np.flatnonzero(run.state[queue] == 0)
-        slots = queue[positions].tolist()
-        starts = run.starts[queue[positions]].tolist()
-        pending = [(start, seq, jobs[k]) for start, seq, k in zip(starts, positions.tolist(), slots, strict=True)]
-        heapq.heapify(pending)
-        reservations = {jobs[k].job_id: start for k, start in zip(slots, starts, strict=True)}
-        return ConservativeHint(profile, pending, reservations, self.queued, len(queue))
