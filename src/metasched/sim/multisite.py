@@ -29,6 +29,8 @@ Each site keeps its queue as :class:`~metasched.policy.base.QueueColumns` too, h
 local scheduler in :attr:`~metasched.policy.base.SiteView.columns` (conservative backfilling then
 plans in its compiled kernel; the plan is the same); ``compiled=False`` leaves them out (the
 reference path, pure Python; ``check=True`` compares the two at every plan).
+For the schemes it ports, the whole event loop runs compiled by default
+(:mod:`metasched.sim._multisite_kernel`, identical results); this driver is its reference.
 
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
