@@ -103,6 +103,34 @@ def test_compiled_loop_on_a_busy_workload(config: int) -> None:
     assert_same(*both(jobs, sites, meta, local))
 
 
+@pytest.mark.parametrize("config", [0, 2, 4, 8, 11, 12])
+def test_compiled_loop_on_sites_of_different_sizes(config: int) -> None:
+    """Sites of 4, 8, 8 and 24 processors: wide jobs are eligible at some sites only (fewer
+    copies, projections and loads over the eligible sites alone)."""
+    rng = np.random.default_rng(5)
+    sizes = (4, 8, 8, 24)
+    sites = [
+        Site(f"s{i}", p, speed={c: float(rng.choice([0.5, 1.0, 2.0])) for c in range(3)}) for i, p in enumerate(sizes)
+    ]
+    jobs = []
+    for i in range(150):
+        req = float(rng.integers(10, 3000))
+        jobs.append(
+            Job(
+                i + 1,
+                float(rng.integers(0, 12000)),
+                float(rng.integers(0, int(req) + 1)),
+                req,
+                int(rng.choice([1, 2, 4, 6, 8, 12, 24])),
+                home_site=int(rng.integers(-1, 4)),
+                app_class=int(rng.integers(0, 3)),
+                attrs={"transfer_s": 300.0},
+            )
+        )
+    meta, local = SUPPORTED[config]
+    assert_same(*both(jobs, sites, meta, local))
+
+
 def test_hand_worked_completion_time_in_the_compiled_loop() -> None:
     """The driver's hand-worked case (tests/sim/test_multisite.py): A denied at the slow site and
     started at the fast one at 0; J started at the slow site at 10, its fast copy cancelled."""
