@@ -7,6 +7,7 @@ runs (per scheme, the mean over the measured loads) and divided by the worker co
 
     PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --load 1.0 --load 2.0
     PYTHONPATH=src python bench/bench_sabin.py --jobs 500 --reference   # compiled vs pure-Python plans
+    PYTHONPATH=src python bench/bench_sabin.py --driver    # compiled event loop vs the Python driver
 """
 
 from __future__ import annotations
@@ -37,16 +38,26 @@ def main() -> None:
         action="store_true",
         help="also run each simulation on the reference path (every site planned in pure Python) and compare",
     )
+    parser.add_argument(
+        "--driver",
+        action="store_true",
+        help="also run each simulation with the Python driver (kernel=False) and compare with the compiled loop",
+    )
     args = parser.parse_args()
     loads = args.load or [1.0, 2.0]
     schemes = args.scheme or ["greedy", "mr-easy", "cons-fcfs", "eff-load-k4"]
     table = exp.read_table1(SHARED / "data" / "nas" / "sabin2003_table1.csv")
     per_scheme: dict[str, list[float]] = {s: [] for s in schemes}
     ref_head = f" {'ref_cpu_s':>9} {'speedup':>7}" if args.reference else ""
+    ref_head += f" {'driver_cpu_s':>12} {'speedup':>7}" if args.driver else ""
     print(f"{'trace':6} {'load':>5} {'scheme':14} {'cpu_s':>8} {'wall_s':>8} {'plans':>8} {'jobs/cpu_s':>10}{ref_head}")
     for name in args.trace or ["CTC", "SDSC"]:
         w = read_swf(SHARED / "data" / "traces" / TRACES[name])
         data = exp.TraceData(name, transforms.first_n(w.jobs, args.jobs), w.max_procs, table)
+        # Untimed warm-up: importing numba and loading (or compiling) the kernels' cache.
+        warm = exp.TraceData(name, transforms.first_n(w.jobs, 20), w.max_procs, table)
+        for scheme in {*schemes}:
+            exp.run_task(exp.Task(name, 1.0, scheme), warm, 1)
         for load in loads:
             for scheme in schemes:
                 c0, w0 = time.process_time(), time.perf_counter()
@@ -61,6 +72,13 @@ def main() -> None:
                     if reference != row:
                         raise SystemExit(f"{name} {load} {scheme}: the reference path gives different results")
                     ref = f" {ref_cpu:9.2f} {ref_cpu / cpu:7.2f}"
+                if args.driver:
+                    c0 = time.process_time()
+                    by_driver = exp.run_task(exp.Task(name, load, scheme), data, 1, kernel=False)
+                    driver_cpu = time.process_time() - c0
+                    if by_driver != row:
+                        raise SystemExit(f"{name} {load} {scheme}: the Python driver gives different results")
+                    ref += f" {driver_cpu:12.2f} {driver_cpu / cpu:7.2f}"
                 print(
                     f"{name:6} {load:5.1f} {scheme:14} {cpu:8.2f} {wall:8.2f} {row.get('plans', 0):8} "
                     f"{row['jobs'] / cpu:10.0f}{ref}",

@@ -29,6 +29,8 @@ Each site keeps its queue as :class:`~metasched.policy.base.QueueColumns` too, h
 local scheduler in :attr:`~metasched.policy.base.SiteView.columns` (conservative backfilling then
 plans in its compiled kernel; the plan is the same); ``compiled=False`` leaves them out (the
 reference path, pure Python; ``check=True`` compares the two at every plan).
+For the schemes it ports, the whole event loop runs compiled by default
+(:mod:`metasched.sim._multisite_kernel`, identical results); this driver is its reference.
 
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
@@ -177,6 +179,7 @@ def simulate_multisite(
     log: bool = False,
     check: bool = False,
     compiled: bool = True,
+    kernel: bool | None = None,
 ) -> MultiSiteResult:
     """Run ``jobs`` (times on the reference machine) over ``sites`` under ``meta`` and ``local``.
 
@@ -185,8 +188,99 @@ def simulate_multisite(
     exceeds its ``requested_time``. ``compiled`` (the default) hands the local schedulers each
     site's queue as columns too (conservative backfilling then plans in compiled code); ``False``
     leaves them out (the pure-Python reference: same results, slower).
+
+    ``kernel``: whether the whole event loop runs compiled (:mod:`metasched.sim._multisite_kernel`,
+    an exact port of this driver for the meta-schedulers and local schedulers it knows; same
+    results, log included). ``None`` (the default): when ``compiled`` and not ``check`` and the
+    scheme is one it supports (:func:`kernel_scheme`), else this module's driver; ``False``: never;
+    ``True``: always (``ValueError`` if the scheme is not supported). ``progress`` is then called
+    once, at the end.
     """
+    locals_ = [local] * len(sites) if isinstance(local, LocalScheduler) else list(local)
+    use = kernel
+    if use is None:
+        use = compiled and not check and len(jobs) > 0 and kernel_scheme(meta, locals_) is not None
+    if use:
+        scheme = kernel_scheme(meta, locals_)
+        if scheme is None:
+            raise ValueError(f"the compiled event loop does not support {meta!r} with {locals_!r}")
+        _check_input(jobs, sites, locals_)
+        from metasched.sim._multisite_kernel import run_compiled
+
+        result = run_compiled(list(jobs), list(sites), scheme, log=log)
+        if progress is not None and len(jobs):
+            progress(len(jobs))
+        return result
     return _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check, compiled=compiled).run()
+
+
+def kernel_scheme(meta: MetaScheduler, local: Sequence[LocalScheduler]) -> tuple[int, int, int, int, int] | None:
+    """``(k, selection, decision, local scheduler, queue order)`` codes of the compiled event loop
+    for this scheme, or ``None`` when it does not support it. Supported: exactly the classes
+    :class:`LeastLoad`, :class:`KReservations`, :class:`CompletionTime`, :class:`CancelSlowerOnly`
+    (subclasses may change the decisions); every site with the same local scheduler, exactly
+    :class:`ConservativeBackfill` or :class:`EasyBackfill`, ordered by exactly :class:`Fcfs` or
+    :class:`Efficacy`; EASY only with load-based site choice (a projection under EASY falls
+    back to a conservative pass in this driver, which the loop does not port)."""
+    from metasched.policy.local.easy import EasyBackfill
+    from metasched.policy.meta.cancel_slower_only import CancelSlowerOnly
+    from metasched.policy.meta.completion_time import CompletionTime
+    from metasched.policy.meta.k_reservations import KReservations
+    from metasched.policy.meta.least_load import LeastLoad
+    from metasched.policy.priority.efficacy import Efficacy
+    from metasched.policy.priority.fcfs import Fcfs
+    from metasched.sim import _multisite_codes as c
+
+    decisions = {
+        LeastLoad: c.DECIDE_START,
+        KReservations: c.DECIDE_START,
+        CompletionTime: c.DECIDE_COMPLETION,
+        CancelSlowerOnly: c.DECIDE_SLOWER,
+    }
+    decision = decisions.get(type(meta))
+    if decision is None or not local:
+        return None
+    first = local[0]
+    kinds = {ConservativeBackfill: c.LOCAL_CONSERVATIVE, EasyBackfill: c.LOCAL_EASY}
+    orders = {Fcfs: c.ORDER_FCFS, Efficacy: c.ORDER_EFFICACY}
+    kind = kinds.get(type(first))
+    order = orders.get(type(first.order))
+    if kind is None or order is None:
+        return None
+    if any(type(x) is not type(first) or type(x.order) is not type(first.order) for x in local):
+        return None
+    selection = c.SELECT_COMPLETION if meta.selection == "completion" else c.SELECT_LOAD
+    if kind == c.LOCAL_EASY and selection == c.SELECT_COMPLETION:
+        return None
+    return (meta.k, selection, decision, kind, order)
+
+
+def _check_input(jobs: Sequence[Job], sites: Sequence[Site], local: Sequence[LocalScheduler]) -> None:
+    """The driver's input checks (``ValueError`` naming what is wrong)."""
+    if not sites:
+        raise ValueError("simulate_multisite needs at least one site")
+    if len(local) != len(sites):
+        raise ValueError(f"{len(local)} local schedulers for {len(sites)} sites")
+    seen: set[int] = set()
+    max_procs = max(s.procs for s in sites)
+    for job in jobs:
+        if job.job_id in seen:
+            raise ValueError(f"job_id {job.job_id} appears twice; job_id values must be unique")
+        seen.add(job.job_id)
+        if job.requested_procs > max_procs:
+            raise ValueError(
+                f"job {job.job_id} needs {job.requested_procs} processors; the largest site has {max_procs}"
+            )
+        if job.requested_time <= 0 or job.run_time < 0:
+            raise ValueError(
+                f"job {job.job_id}: requested_time must be positive and run_time non-negative, "
+                f"got {job.requested_time} and {job.run_time}"
+            )
+        if job.run_time > job.requested_time:
+            raise ValueError(
+                f"job {job.job_id}: run_time {job.run_time} exceeds requested_time {job.requested_time}; "
+                "the multi-site driver needs jobs that end by their estimates"
+            )
 
 
 class _Driver:
@@ -218,26 +312,8 @@ class _Driver:
         self.check = check
         self.log: list[tuple[float, str, int, int]] | None = [] if log else None
         n = len(self.jobs)
-        self.index_of: dict[int, int] = {}
-        max_procs = max(s.procs for s in self.sites)
-        for i, job in enumerate(self.jobs):
-            if job.job_id in self.index_of:
-                raise ValueError(f"job_id {job.job_id} appears twice; job_id values must be unique")
-            self.index_of[job.job_id] = i
-            if job.requested_procs > max_procs:
-                raise ValueError(
-                    f"job {job.job_id} needs {job.requested_procs} processors; the largest site has {max_procs}"
-                )
-            if job.requested_time <= 0 or job.run_time < 0:
-                raise ValueError(
-                    f"job {job.job_id}: requested_time must be positive and run_time non-negative, "
-                    f"got {job.requested_time} and {job.run_time}"
-                )
-            if job.run_time > job.requested_time:
-                raise ValueError(
-                    f"job {job.job_id}: run_time {job.run_time} exceeds requested_time {job.requested_time}; "
-                    "the multi-site driver needs jobs that end by their estimates"
-                )
+        _check_input(self.jobs, self.sites, self.local)
+        self.index_of: dict[int, int] = {job.job_id: i for i, job in enumerate(self.jobs)}
         self.state = [
             _Site(site, QueueColumns(self.local[s].order) if compiled else None) for s, site in enumerate(self.sites)
         ]

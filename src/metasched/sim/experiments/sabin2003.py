@@ -309,9 +309,12 @@ class TraceData:
     table: Table1
 
 
-def run_task(task: Task, data: TraceData, seed: int, *, compiled: bool = True) -> dict[str, Any]:
+def run_task(
+    task: Task, data: TraceData, seed: int, *, compiled: bool = True, kernel: bool | None = None
+) -> dict[str, Any]:
     """Run one task; a flat row of metrics (CSV-ready). ``compiled=False`` plans every site in
-    pure Python (the reference path of :func:`simulate_multisite`; same rows)."""
+    pure Python (the reference path of :func:`simulate_multisite`; same rows); ``kernel=False``
+    runs the Python driver instead of the compiled event loop (same rows)."""
     scheme = SCHEMES[task.scheme]
     n_sites = len(data.table.machines)
     jobs = build_workload(
@@ -347,7 +350,7 @@ def run_task(task: Task, data: TraceData, seed: int, *, compiled: bool = True) -
         return row
     meta_cls = lookup(META_REGISTRY, scheme.meta, "meta-scheduler")
     meta = meta_cls(k=scheme.k) if scheme.meta == "least-load" else meta_cls(k=scheme.k, selection=scheme.selection)
-    result = simulate_multisite(jobs, data.table.sites(data.procs), meta, local, compiled=compiled)
+    result = simulate_multisite(jobs, data.table.sites(data.procs), meta, local, compiled=compiled, kernel=kernel)
     row.update(summarise_multisite(result))
     return row
 

@@ -1,0 +1,931 @@
+"""Compiled event loop of the multi-site driver: a second implementation of
+:func:`metasched.sim.multisite.simulate_multisite`, over arrays, compiled with numba.
+
+Source: the Python driver :class:`metasched.sim.multisite._Driver` (the reference; seed 000's
+schemes). This module ports, statement for statement, its event loop (ends, then submissions,
+then scheduling passes of the lowest dirty site until none is dirty), its plan cache (a site is
+re-planned only after it was touched; a site answers other sites from its latest plan, placing
+that plan's queue further when a job not placed yet is asked for), its instantaneous loads and
+message counts, the meta-schedulers' decisions (start-based :class:`LeastLoad`/:class:`KReservations`,
+:class:`CompletionTime`, :class:`CancelSlowerOnly`; site choice by load or by projected completion)
+and the local schedulers' plans (conservative backfilling through the same kernel
+:func:`~metasched.policy.local._conservative_kernel.place` as the Python path; EASY
+backfilling ported from :class:`~metasched.policy.local.easy.EasyBackfill`), for the FCFS and
+efficacy queue orders.
+
+Invariant: for every input the Python driver accepts, the results are identical to its results,
+bit for bit (start, end, site, run time, messages, attempts, copies per job; busy and wasted
+processor-seconds, denials, kills, plans; and the event log, in order). Every float is computed
+by the same operations in the same order as in the driver (the loads' running sums included),
+so site choices and completion comparisons agree exactly. ``tests/sim/test_multisite_kernel.py``
+checks it differentially (hypothesis, every supported scheme) and on hand-worked cases.
+
+Layout. Jobs are indexed in ``(submit_time, job_id)`` order. Per (site, job): whether a copy is
+queued there (``held``), its estimate ``est[s, o]`` and run time ``run[s, o]`` there (scaled,
+transfer included), its queue-order key ``prim`` and its state in the site's latest plan
+(``pid``: the plan it was queued at; ``pstate``: 0 reserved at ``pstart``, 1 placed to start
+now (lazily), 3 not placed yet, 4 among the plan's starts, 5 in the plan with no reservation
+(EASY); ``ppos``: its queue position). Row ``S`` of the per-site plan arrays is scratch for the
+projections of completion-time site choice (never a site's latest plan).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from metasched.model.job import Job
+from metasched.model.site import Site
+from metasched.policy.local._conservative_kernel import base_profile, place, shortest_behind
+from metasched.sim._multisite_codes import (
+    DECIDE_COMPLETION,
+    DECIDE_SLOWER,
+    LOCAL_CONSERVATIVE,
+    ORDER_EFFICACY,
+    SELECT_COMPLETION,
+)
+from metasched.sim.multisite import TRANSFER_ATTR, MultiSiteResult
+
+# per-site int state (columns of ``si``)
+FREE, RUN_PROCS, QCOUNT, NSLOTS, NRUN, PLAN_ID, FRESH, DIRTY, PLAN_N, PLAN_NSTARTS, TABLE, CAP = range(12)
+N_SI = 12
+# per-site float state (columns of ``sf``)
+QWORK, RWORK, BUSY = range(3)
+N_SF = 3
+# globals (``g``)
+G_PLANS, G_DENIALS, G_KILLS, G_SEQ, G_NLOG, G_PIDS, G_ERROR, G_HEAP = range(8)
+N_G = 8
+# ``gf``
+GF_WASTED, GF_NOW = range(2)
+# log event codes, as the driver's strings
+EVENTS = ("submit", "start", "cancel", "deny", "kill", "end")
+EV_SUBMIT, EV_START, EV_CANCEL, EV_DENY, EV_KILL, EV_END = range(6)
+# error codes (``g[G_ERROR]``): states the driver treats as bugs
+ERR_NO_END = 1
+ERR_NEVER_RAN = 2
+
+_NEVER = np.empty(0, dtype=np.float64)
+
+
+@njit(cache=True, nogil=True)
+def _log(lg: np.ndarray, lgt: np.ndarray, g: np.ndarray, now: float, kind: int, o: int, s: int) -> None:
+    """Append ``(now, kind, job o, site s)`` to the log when one is kept (``lg`` not empty)."""
+    if lg.shape[0] == 0:
+        return
+    k = g[G_NLOG]
+    lg[k, 0] = kind
+    lg[k, 1] = o
+    lg[k, 2] = s
+    lgt[k] = now
+    g[G_NLOG] = k + 1
+
+
+@njit(cache=True, nogil=True)
+def _heap_push(ht: np.ndarray, hs: np.ndarray, hj: np.ndarray, g: np.ndarray, t: float, seq: int, o: int) -> None:
+    """Push ``(t, seq, o)``; the heap is ordered by ``(t, seq)`` (``seq`` unique), as the
+    driver's ``heapq`` of ``(end, seq, job_id, token)``."""
+    i = g[G_HEAP]
+    g[G_HEAP] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hs[p] < seq):
+            break
+        ht[i] = ht[p]
+        hs[i] = hs[p]
+        hj[i] = hj[p]
+        i = p
+    ht[i] = t
+    hs[i] = seq
+    hj[i] = o
+
+
+@njit(cache=True, nogil=True)
+def _heap_pop(ht: np.ndarray, hs: np.ndarray, hj: np.ndarray, g: np.ndarray) -> None:
+    """Remove the smallest ``(t, seq)``."""
+    n = g[G_HEAP] - 1
+    g[G_HEAP] = n
+    if n == 0:
+        return
+    t, seq, o = ht[n], hs[n], hj[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
+            c += 1
+        if t < ht[c] or (t == ht[c] and seq < hs[c]):
+            break
+        ht[i] = ht[c]
+        hs[i] = hs[c]
+        hj[i] = hj[c]
+        i = c
+    ht[i] = t
+    hs[i] = seq
+    hj[i] = o
+
+
+@njit(cache=True, nogil=True)
+def _min_width(wc: np.ndarray, s: int, cap: int) -> int:
+    """``SiteState.min_queued_width``: the narrowest queued width at ``s`` (``cap + 1``: none)."""
+    for w in range(cap + 2):
+        if wc[s, w] > 0:
+            return w
+    return cap + 1
+
+
+@njit(cache=True, nogil=True)
+def _queue_add(
+    si: np.ndarray,
+    slot_job: np.ndarray,
+    slot_alive: np.ndarray,
+    slot_of: np.ndarray,
+    wc: np.ndarray,
+    s: int,
+    o: int,
+    p: int,
+) -> None:
+    """Queue job ``o`` (width ``p``) last at ``s`` (arrival order = slot order)."""
+    k = si[s, NSLOTS]
+    slot_job[s, k] = o
+    slot_alive[s, k] = 1
+    slot_of[s, o] = k
+    si[s, NSLOTS] = k + 1
+    si[s, QCOUNT] += 1
+    wc[s, p if p <= si[s, CAP] else si[s, CAP] + 1] += 1
+
+
+@njit(cache=True, nogil=True)
+def _queue_remove(
+    si: np.ndarray,
+    slot_job: np.ndarray,
+    slot_alive: np.ndarray,
+    slot_of: np.ndarray,
+    wc: np.ndarray,
+    s: int,
+    o: int,
+    p: int,
+) -> None:
+    """Take job ``o`` out of the queue of ``s``; compacts the slots (keeping their order) once
+    the dead ones outnumber the live ones."""
+    slot_alive[s, slot_of[s, o]] = 0
+    si[s, QCOUNT] -= 1
+    wc[s, p if p <= si[s, CAP] else si[s, CAP] + 1] -= 1
+    n = si[s, NSLOTS]
+    if n > 64 and 2 * si[s, QCOUNT] < n:
+        m = 0
+        for k in range(n):
+            if slot_alive[s, k]:
+                q = slot_job[s, k]
+                slot_job[s, m] = q
+                slot_alive[s, m] = 1
+                slot_of[s, q] = m
+                m += 1
+        for k in range(m, n):
+            slot_alive[s, k] = 0
+        si[s, NSLOTS] = m
+
+
+@njit(cache=True, nogil=True)
+def _build_queue(
+    si: np.ndarray,
+    slot_job: np.ndarray,
+    slot_alive: np.ndarray,
+    prim: np.ndarray,
+    order: int,
+    s: int,
+    extra: int,
+    extra_key: float,
+    out: np.ndarray,
+) -> int:
+    """The queue of ``s`` (plus job ``extra`` last when ``extra >= 0``) in queue order into
+    ``out``; returns its length. Efficacy: the live slots in arrival order stably sorted by
+    ``prim`` (``QueueColumns.live_slots``), which is the order of ``Efficacy.rank``."""
+    n = 0
+    for k in range(si[s, NSLOTS]):
+        if slot_alive[s, k]:
+            out[n] = slot_job[s, k]
+            n += 1
+    if extra >= 0:
+        out[n] = extra
+        n += 1
+    if order == ORDER_EFFICACY and n > 1:
+        keys = np.empty(n, dtype=np.float64)
+        for x in range(n):
+            q = out[x]
+            keys[x] = extra_key if q == extra else prim[s, q]
+        idx = np.argsort(keys, kind="mergesort")
+        tmp = out[:n].copy()
+        for x in range(n):
+            out[x] = tmp[idx[x]]
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _plan(
+    r: int,
+    s: int,
+    extra: int,
+    extra_key: float,
+    local: int,
+    order: int,
+    now: float,
+    si: np.ndarray,
+    g: np.ndarray,
+    slot_job: np.ndarray,
+    slot_alive: np.ndarray,
+    prim: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    exp_end: np.ndarray,
+    run_list: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    scratch_f: np.ndarray,
+    scratch_i: np.ndarray,
+) -> None:
+    """Site ``s``'s local plan now (with job ``extra`` queued last when ``extra >= 0``) into plan
+    row ``r``: the pass of ``ConservativeBackfill._columnar`` (placed up to its early stop; the
+    rest on demand by :func:`_place_to`) or ``EasyBackfill._full_pass``. Its starts, in queue
+    order, get state 4 and are listed in ``pstarts[r]``; counts one plan."""
+    g[G_PLANS] += 1
+    g[G_PIDS] += 1
+    pnow[r] = now
+    plan_id = g[G_PIDS]
+    si[r, PLAN_ID] = plan_id
+    queue = pqueue[r]
+    n = _build_queue(si, slot_job, slot_alive, prim, order, s, extra, extra_key, queue)
+    si[r, PLAN_N] = n
+    for x in range(n):
+        q = queue[x]
+        pid[r, q] = plan_id
+        pstate[r, q] = 3 if local == LOCAL_CONSERVATIVE else 5
+        ppos[r, q] = x
+    free_now = si[s, FREE]
+    cap = si[s, CAP]
+    m = si[s, NRUN]
+    rel_end = scratch_f[:m]
+    rel_procs = scratch_i[:m]
+    for k in range(m):
+        q = run_list[s, k]
+        rel_end[k] = exp_end[q]
+        rel_procs[k] = procs[q]
+    durations = est[s]
+    ns = 0
+    if local == LOCAL_CONSERVATIVE:
+        steps = base_profile(now, free_now, rel_end, rel_procs, times[r], frees[r], ptz[r])
+        pints[r, 0] = steps
+        pints[r, 1] = 0
+        pints[r, 2] = free_now
+        for p in range(cap + 1):
+            ff[r, p] = -np.inf
+        bits = 0
+        v = 2 * n + 1
+        while v > 0:
+            bits += 1
+            v >>= 1
+        table = 1 << max(4, bits)
+        si[r, TABLE] = table
+        for h in range(table):
+            shape_p[r, h] = -1
+        shortest = np.empty(n + 1, dtype=np.float64)
+        shortest_behind(queue[:n], procs, durations, free_now, shortest)
+        code = place(
+            cap,
+            now,
+            times[r],
+            frees[r],
+            pints[r],
+            ptz[r],
+            ff[r],
+            shape_p[r, :table],
+            shape_d[r, :table],
+            shape_start[r, :table],
+            queue[:n],
+            procs,
+            durations,
+            pstart[r],
+            pstate[r],
+            n,
+            shortest,
+        )
+        if code != 0:
+            g[G_ERROR] = ERR_NO_END
+        for x in range(pints[r, 1]):
+            q = queue[x]
+            if pstate[r, q] == 1:
+                pstate[r, q] = 4
+                pstarts[r, ns] = q
+                ns += 1
+    else:
+        free = free_now
+        i = 0
+        while i < n and procs[queue[i]] <= free:
+            q = queue[i]
+            pstate[r, q] = 4
+            pstarts[r, ns] = q
+            ns += 1
+            free -= procs[q]
+            i += 1
+        if i < n:
+            head = queue[i]
+            # EasyBackfill._shadow: the result depends only on the multiset of releases.
+            need = procs[head]
+            new_end = np.empty(ns, dtype=np.float64)
+            new_procs = np.empty(ns, dtype=np.int64)
+            for k in range(ns):
+                q = pstarts[r, k]
+                new_end[k] = now + durations[q]
+                new_procs[k] = procs[q]
+            ro = np.argsort(rel_end, kind="mergesort")
+            no = np.argsort(new_end, kind="mergesort")
+            avail = free
+            shadow = now
+            a = 0
+            b = 0
+            while avail < need:
+                t_run = rel_end[ro[a]] if a < m else np.inf
+                t_new = new_end[no[b]] if b < ns else np.inf
+                if t_run <= t_new:
+                    if a >= m:
+                        g[G_ERROR] = ERR_NO_END
+                        return
+                    shadow = t_run if t_run > now else now
+                    avail += rel_procs[ro[a]]
+                    a += 1
+                else:
+                    shadow = t_new
+                    avail += new_procs[no[b]]
+                    b += 1
+            while a < m and (rel_end[ro[a]] if rel_end[ro[a]] > now else now) == shadow:
+                avail += rel_procs[ro[a]]
+                a += 1
+            while b < ns and new_end[no[b]] == shadow:
+                avail += new_procs[no[b]]
+                b += 1
+            extra_p = avail - need
+            pstate[r, head] = 0
+            pstart[r, head] = shadow
+            for x in range(i + 1, n):
+                if free == 0:
+                    break
+                q = queue[x]
+                p = procs[q]
+                if p > free:
+                    continue
+                if now + durations[q] <= shadow:
+                    pstate[r, q] = 4
+                    pstarts[r, ns] = q
+                    ns += 1
+                    free -= p
+                elif p <= extra_p:
+                    pstate[r, q] = 4
+                    pstarts[r, ns] = q
+                    ns += 1
+                    free -= p
+                    extra_p -= p
+            # starts in queue order (the backfilled ones follow the head's prefix already)
+    si[r, PLAN_NSTARTS] = ns
+
+
+@njit(cache=True, nogil=True)
+def _place_to(
+    r: int,
+    s: int,
+    q: int,
+    si: np.ndarray,
+    g: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+) -> None:
+    """``_ColumnPass.place_slot``: place plan row ``r`` (a pass at site ``s``) up to and
+    including job ``q``, at the pass's own instant ``pnow[r]`` (its profile starts there)."""
+    table = si[r, TABLE]
+    n = si[r, PLAN_N]
+    code = place(
+        si[s, CAP],
+        pnow[r],
+        times[r],
+        frees[r],
+        pints[r],
+        ptz[r],
+        ff[r],
+        shape_p[r, :table],
+        shape_d[r, :table],
+        shape_start[r, :table],
+        pqueue[r, :n],
+        procs,
+        est[s],
+        pstart[r],
+        pstate[r],
+        ppos[r, q] + 1,
+        _NEVER,
+    )
+    if code != 0:
+        g[G_ERROR] = ERR_NO_END
+
+
+@njit(cache=True, nogil=True)
+def run_loop(
+    submit: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    run: np.ndarray,
+    site_procs: np.ndarray,
+    k_sites: int,
+    selection: int,
+    decide: int,
+    local: int,
+    order: int,
+    start_time: np.ndarray,
+    end_time: np.ndarray,
+    site_of: np.ndarray,
+    run_time: np.ndarray,
+    n_copies: np.ndarray,
+    messages: np.ndarray,
+    attempts: np.ndarray,
+    sf: np.ndarray,
+    g: np.ndarray,
+    gf: np.ndarray,
+    lg: np.ndarray,
+    lgt: np.ndarray,
+) -> None:
+    """Run the jobs (``submit`` sorted with their ``(submit_time, job_id)``; ``est``/``run``
+    ``[site, job]`` scaled to each site, transfer included) to completion under the scheme given
+    by ``k_sites``, ``selection``, ``decide``, ``local`` and ``order``: ``_Driver.run``. Fills
+    the per-job outputs, ``sf[:, BUSY]``, ``g`` (plans, denials, kills) and ``gf[GF_WASTED]``;
+    ``g[G_ERROR]`` non-zero when the driver would have raised. With ``lg`` not empty, logs every
+    event as ``(kind, job, site)`` rows with their instants in ``lgt``."""
+    n = submit.shape[0]
+    S = site_procs.shape[0]
+    max_cap = 0
+    for s in range(S):
+        if site_procs[s] > max_cap:
+            max_cap = site_procs[s]
+    si = np.zeros((S + 1, N_SI), dtype=np.int64)
+    for s in range(S):
+        si[s, CAP] = site_procs[s]
+        si[s, FREE] = site_procs[s]
+    held = np.zeros((S, n), dtype=np.int8)
+    prim = np.zeros((S, n), dtype=np.float64)
+    slot_job = np.zeros((S, n + 1), dtype=np.int64)
+    slot_alive = np.zeros((S, n + 1), dtype=np.int8)
+    slot_of = np.zeros((S, n), dtype=np.int64)
+    wc = np.zeros((S, max_cap + 2), dtype=np.int64)
+    run_list = np.zeros((S, n), dtype=np.int64)
+    run_pos = np.zeros(n, dtype=np.int64)
+    run_site = np.full(n, -1, dtype=np.int64)
+    run_start = np.zeros(n, dtype=np.float64)
+    run_token = np.zeros(n, dtype=np.int64)
+    exp_end = np.zeros(n, dtype=np.float64)
+    pqueue = np.zeros((S + 1, n + 1), dtype=np.int64)
+    pstarts = np.zeros((S + 1, n + 1), dtype=np.int64)
+    pid = np.full((S + 1, n), -1, dtype=np.int64)
+    pstate = np.full((S + 1, n), 2, dtype=np.int8)
+    pstart = np.zeros((S + 1, n), dtype=np.float64)
+    ppos = np.zeros((S + 1, n), dtype=np.int64)
+    steps_cap = 3 * n + 4
+    times = np.zeros((S + 1, steps_cap), dtype=np.float64)
+    frees = np.zeros((S + 1, steps_cap), dtype=np.int64)
+    pints = np.zeros((S + 1, 3), dtype=np.int64)
+    ptz = np.zeros((S + 1, 1), dtype=np.float64)
+    pnow = np.zeros(S + 1, dtype=np.float64)
+    ff = np.zeros((S + 1, max_cap + 1), dtype=np.float64)
+    bits = 0
+    v = 2 * (n + 1) + 1
+    while v > 0:
+        bits += 1
+        v >>= 1
+    tmax = 1 << max(4, bits)
+    shape_p = np.full((S + 1, tmax), -1, dtype=np.int64)
+    shape_d = np.zeros((S + 1, tmax), dtype=np.float64)
+    shape_start = np.zeros((S + 1, tmax), dtype=np.float64)
+    scratch_f = np.zeros(n + 1, dtype=np.float64)
+    scratch_i = np.zeros(n + 1, dtype=np.int64)
+    ht = np.zeros(n * S + 1, dtype=np.float64)
+    hs = np.zeros(n * S + 1, dtype=np.int64)
+    hj = np.zeros(n * S + 1, dtype=np.int64)
+    views_v = np.zeros(S, dtype=np.float64)
+    views_s = np.zeros(S, dtype=np.int64)
+    elig = np.zeros(S, dtype=np.int64)
+    chosen = np.zeros(S, dtype=np.int64)
+    off_site = np.zeros(S, dtype=np.int64)
+    off_est = np.zeros(S, dtype=np.float64)
+    off_start = np.zeros(S, dtype=np.float64)
+    off_run = np.zeros(S, dtype=np.int8)
+
+    nxt = 0
+    while nxt < n or g[G_HEAP] > 0:
+        t_submit = submit[nxt] if nxt < n else np.inf
+        t_end = ht[0] if g[G_HEAP] > 0 else np.inf
+        now = t_submit if t_submit < t_end else t_end
+        gf[GF_NOW] = now
+        # -- ends --
+        while g[G_HEAP] > 0 and ht[0] == now:
+            o = hj[0]
+            token = hs[0]
+            _heap_pop(ht, hs, hj, g)
+            if run_site[o] < 0 or run_token[o] != token:
+                continue  # the end of a killed copy
+            # _release(o, "end")
+            s = run_site[o]
+            p = procs[o]
+            si[s, FREE] += p
+            si[s, RUN_PROCS] -= p
+            sf[s, RWORK] -= p * (run_start[o] + est[s, o])
+            last = si[s, NRUN] - 1
+            moved = run_list[s, last]
+            run_list[s, run_pos[o]] = moved
+            run_pos[moved] = run_pos[o]
+            si[s, NRUN] = last
+            if last == 0:
+                sf[s, RWORK] = 0.0
+            sf[s, BUSY] += p * (now - run_start[o])
+            run_site[o] = -1
+            si[s, FRESH] = 0
+            si[s, DIRTY] = 1
+            _log(lg, lgt, g, now, EV_END, o, s)
+            end_time[o] = now
+            for t in range(S):
+                if held[t, o]:
+                    # _remove_copy(o, t, "cancel")
+                    _queue_remove(si, slot_job, slot_alive, slot_of, wc, t, o, p)
+                    sf[t, QWORK] -= p * est[t, o]
+                    if si[t, QCOUNT] == 0:
+                        sf[t, QWORK] = 0.0
+                    held[t, o] = 0
+                    si[t, FRESH] = 0
+                    si[t, DIRTY] = 1
+                    _log(lg, lgt, g, now, EV_CANCEL, o, t)
+                    messages[o] += 1
+        # -- submissions --
+        while nxt < n and submit[nxt] == now:
+            o = nxt
+            nxt += 1
+            p = procs[o]
+            ne = 0
+            fastest = np.inf
+            for s in range(S):
+                if p <= site_procs[s]:
+                    elig[ne] = s
+                    ne += 1
+                    if est[s, o] < fastest:
+                        fastest = est[s, o]
+            want = selection == SELECT_COMPLETION and k_sites < ne
+            for e in range(ne):
+                s = elig[e]
+                views_s[e] = s
+                if want:
+                    # _projected_completion(s, copy): a pass with the copy queued last.
+                    _plan(
+                        S, s, o, -(fastest / est[s, o]), local, order, now, si, g, slot_job, slot_alive, prim,
+                        procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
+                        pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i,
+                    )  # fmt: skip
+                    st = pstate[S, o]
+                    if st == 3:
+                        _place_to(
+                            S, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
+                            pnow, ff, shape_p, shape_d, shape_start,
+                        )  # fmt: skip
+                        st = pstate[S, o]
+                    if st == 4:
+                        start = now
+                    elif st == 0:
+                        start = pstart[S, o]
+                    else:
+                        # the driver's fallback (a conservative projection) is never needed by
+                        # the schemes this loop supports: refuse rather than guess
+                        g[G_ERROR] = ERR_NEVER_RAN
+                        return
+                    views_v[e] = start + est[s, o]
+                else:
+                    views_v[e] = (sf[s, QWORK] + sf[s, RWORK] - now * si[s, RUN_PROCS]) / site_procs[s]
+            # choose: sort by (value, index), keep the first k
+            for a in range(1, ne):
+                vv = views_v[a]
+                vs = views_s[a]
+                b = a - 1
+                while b >= 0 and (views_v[b] > vv or (views_v[b] == vv and views_s[b] > vs)):
+                    views_v[b + 1] = views_v[b]
+                    views_s[b + 1] = views_s[b]
+                    b -= 1
+                views_v[b + 1] = vv
+                views_s[b + 1] = vs
+            nc = k_sites if k_sites < ne else ne
+            for c in range(nc):
+                chosen[c] = views_s[c]
+            if want:
+                messages[o] += 2 * ne
+            best = np.inf
+            for c in range(nc):
+                if est[chosen[c], o] < best:
+                    best = est[chosen[c], o]
+            # sorted(chosen)
+            for a in range(1, nc):
+                vs = chosen[a]
+                b = a - 1
+                while b >= 0 and chosen[b] > vs:
+                    chosen[b + 1] = chosen[b]
+                    b -= 1
+                chosen[b + 1] = vs
+            for c in range(nc):
+                s = chosen[c]
+                prim[s, o] = -(best / est[s, o])
+                _queue_add(si, slot_job, slot_alive, slot_of, wc, s, o, p)
+                sf[s, QWORK] += p * est[s, o]
+                held[s, o] = 1
+                si[s, FRESH] = 0
+                si[s, DIRTY] = 1
+                _log(lg, lgt, g, now, EV_SUBMIT, o, s)
+            n_copies[o] = nc
+        # -- scheduling passes --
+        while True:
+            s = -1
+            for t in range(S):
+                if si[t, DIRTY]:
+                    s = t
+                    break
+            if s < 0:
+                break
+            si[s, DIRTY] = 0
+            # _process(s)
+            if si[s, QCOUNT] == 0 or _min_width(wc, s, si[s, CAP]) > si[s, FREE]:
+                continue
+            if not si[s, FRESH]:
+                _plan(
+                    s, s, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est, exp_end,
+                    run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p,
+                    shape_d, shape_start, scratch_f, scratch_i,
+                )  # fmt: skip
+                si[s, FRESH] = 1
+            denied = False
+            for x in range(si[s, PLAN_NSTARTS]):
+                o = pstarts[s, x]
+                if not held[s, o]:
+                    continue
+                p = procs[o]
+                m = 0
+                for t in range(S):
+                    if t == s or not held[t, o]:
+                        continue
+                    # _expected_start(t, o)
+                    in_plan = pid[t, o] == si[t, PLAN_ID]
+                    if in_plan and pstate[t, o] == 3:
+                        _place_to(
+                            t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start,
+                        )  # fmt: skip
+                    if not (in_plan and (pstate[t, o] == 4 or pstate[t, o] == 0)) and not si[t, FRESH]:
+                        _plan(
+                            t, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                            exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz,
+                            pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i,
+                        )  # fmt: skip
+                        si[t, FRESH] = 1
+                    in_plan = pid[t, o] == si[t, PLAN_ID]
+                    if in_plan and pstate[t, o] == 3:
+                        _place_to(
+                            t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start,
+                        )  # fmt: skip
+                    if in_plan and pstate[t, o] == 4:
+                        at = now
+                    elif in_plan and pstate[t, o] == 0:
+                        at = pstart[t, o]
+                        if not at > now:
+                            at = now
+                    else:
+                        at = np.inf
+                    off_site[m] = t
+                    off_est[m] = est[t, o]
+                    off_start[m] = at
+                    off_run[m] = 0
+                    m += 1
+                if run_site[o] >= 0:
+                    r = run_site[o]
+                    off_site[m] = r
+                    off_est[m] = est[r, o]
+                    off_start[m] = run_start[o]
+                    off_run[m] = 1
+                    m += 1
+                attempts[o] += 1
+                messages[o] += 2 * m
+                mine = est[s, o]
+                start_it = True
+                if m > 0:
+                    if decide == DECIDE_SLOWER:
+                        mine_end = now + mine
+                        for a in range(m):
+                            if off_run[a] and mine_end >= off_start[a] + off_est[a]:
+                                start_it = False
+                        if start_it:
+                            best_c = np.inf
+                            for a in range(m):
+                                if not off_run[a]:
+                                    c_end = off_start[a] + off_est[a]
+                                    if c_end < best_c:
+                                        best_c = c_end
+                            if mine_end > best_c:
+                                start_it = False
+                    else:
+                        for a in range(m):
+                            if off_run[a]:
+                                start_it = False
+                        if start_it and decide == DECIDE_COMPLETION:
+                            best_c = np.inf
+                            for a in range(m):
+                                c_end = off_start[a] + off_est[a]
+                                if c_end < best_c:
+                                    best_c = c_end
+                            if not now + mine <= best_c:
+                                start_it = False
+                if start_it:
+                    messages[o] += m
+                    if run_site[o] >= 0:
+                        # _kill(o): _release(o, "kill")
+                        r = run_site[o]
+                        si[r, FREE] += p
+                        si[r, RUN_PROCS] -= p
+                        sf[r, RWORK] -= p * (run_start[o] + est[r, o])
+                        last = si[r, NRUN] - 1
+                        moved = run_list[r, last]
+                        run_list[r, run_pos[o]] = moved
+                        run_pos[moved] = run_pos[o]
+                        si[r, NRUN] = last
+                        if last == 0:
+                            sf[r, RWORK] = 0.0
+                        sf[r, BUSY] += p * (now - run_start[o])
+                        run_site[o] = -1
+                        si[r, FRESH] = 0
+                        si[r, DIRTY] = 1
+                        _log(lg, lgt, g, now, EV_KILL, o, r)
+                        g[G_KILLS] += 1
+                        gf[GF_WASTED] += p * (now - run_start[o])
+                    # _start(o, s)
+                    _queue_remove(si, slot_job, slot_alive, slot_of, wc, s, o, p)
+                    si[s, FREE] -= p
+                    held[s, o] = 0
+                    sf[s, QWORK] -= p * mine
+                    if si[s, QCOUNT] == 0:
+                        sf[s, QWORK] = 0.0
+                    sf[s, RWORK] += p * (now + mine)
+                    si[s, RUN_PROCS] += p
+                    g[G_SEQ] += 1
+                    seq = g[G_SEQ]
+                    run_site[o] = s
+                    run_start[o] = now
+                    run_token[o] = seq
+                    exp_end[o] = now + mine
+                    k = si[s, NRUN]
+                    run_list[s, k] = o
+                    run_pos[o] = k
+                    si[s, NRUN] = k + 1
+                    _heap_push(ht, hs, hj, g, now + run[s, o], seq, o)
+                    start_time[o] = now
+                    site_of[o] = s
+                    run_time[o] = run[s, o]
+                    _log(lg, lgt, g, now, EV_START, o, s)
+                    for a in range(m):
+                        t = off_site[a]
+                        if off_run[a] or (decide == DECIDE_SLOWER and off_est[a] < mine):
+                            continue
+                        # _remove_copy(o, t, "cancel")
+                        _queue_remove(si, slot_job, slot_alive, slot_of, wc, t, o, p)
+                        sf[t, QWORK] -= p * est[t, o]
+                        if si[t, QCOUNT] == 0:
+                            sf[t, QWORK] = 0.0
+                        held[t, o] = 0
+                        si[t, FRESH] = 0
+                        si[t, DIRTY] = 1
+                        _log(lg, lgt, g, now, EV_CANCEL, o, t)
+                else:
+                    # _remove_copy(o, s, "deny")
+                    _queue_remove(si, slot_job, slot_alive, slot_of, wc, s, o, p)
+                    sf[s, QWORK] -= p * mine
+                    if si[s, QCOUNT] == 0:
+                        sf[s, QWORK] = 0.0
+                    held[s, o] = 0
+                    si[s, FRESH] = 0
+                    si[s, DIRTY] = 1
+                    _log(lg, lgt, g, now, EV_DENY, o, s)
+                    g[G_DENIALS] += 1
+                    denied = True
+            if not denied:
+                si[s, DIRTY] = 0
+        if g[G_ERROR] != 0:
+            return
+    for o in range(n):
+        if not np.isfinite(end_time[o]):
+            g[G_ERROR] = ERR_NEVER_RAN
+            return
+
+
+def run_compiled(
+    jobs: list[Job], sites: list[Site], scheme: tuple[int, int, int, int, int], *, log: bool = False
+) -> MultiSiteResult:
+    """:func:`run_loop` on ``jobs`` (already checked by the driver's input checks) over
+    ``sites`` under ``scheme`` (:func:`~metasched.sim.multisite.kernel_scheme`), as a
+    :class:`~metasched.sim.multisite.MultiSiteResult` aligned with ``jobs``. The scaled times are
+    computed by the driver's formula (``site_copy``): ``time * factor + transfer``."""
+    k, selection, decide, local, order = scheme
+    n = len(jobs)
+    n_sites = len(sites)
+    perm = sorted(range(n), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
+    ordered = [jobs[i] for i in perm]
+    submit = np.array([j.submit_time for j in ordered], dtype=np.float64)
+    procs = np.array([j.requested_procs for j in ordered], dtype=np.int64)
+    est = np.empty((n_sites, n), dtype=np.float64)
+    run = np.empty((n_sites, n), dtype=np.float64)
+    best = np.full(n, np.inf)
+    for s, site in enumerate(sites):
+        for o, job in enumerate(ordered):
+            factor = site.time_factor(job.app_class)
+            transfer = job.attrs.get(TRANSFER_ATTR, 0.0) if (job.home_site >= 0 and job.home_site != s) else 0.0
+            run[s, o] = job.run_time * factor + transfer
+            est[s, o] = job.requested_time * factor + transfer
+            if job.requested_procs <= site.procs:
+                own = job.run_time * factor
+                if own < best[o]:
+                    best[o] = own
+    site_procs = np.array([site.procs for site in sites], dtype=np.int64)
+    start_time = np.full(n, np.nan)
+    end_time = np.full(n, np.nan)
+    site_of = np.full(n, -1, dtype=np.int64)
+    run_time = np.full(n, np.nan)
+    n_copies = np.zeros(n, dtype=np.int64)
+    messages = np.zeros(n, dtype=np.int64)
+    attempts = np.zeros(n, dtype=np.int64)
+    sf = np.zeros((n_sites, N_SF), dtype=np.float64)
+    g = np.zeros(N_G, dtype=np.int64)
+    gf = np.zeros(2, dtype=np.float64)
+    cap = n * (4 * n_sites + 2) + 16 if log else 0
+    lg = np.zeros((cap, 3), dtype=np.int64)
+    lgt = np.zeros(cap, dtype=np.float64)
+    run_loop(
+        submit, procs, est, run, site_procs, k, selection, decide, local, order,
+        start_time, end_time, site_of, run_time, n_copies, messages, attempts, sf, g, gf, lg, lgt,
+    )  # fmt: skip
+    if g[G_ERROR] == ERR_NO_END:
+        raise ValueError("the running jobs hold more processors than a site has")
+    if g[G_ERROR] != 0:
+        missing = [ordered[o].job_id for o in np.flatnonzero(~np.isfinite(end_time))[:5]]
+        raise AssertionError(f"compiled event loop: jobs never ran: {missing}")
+    inv = np.empty(n, dtype=np.int64)
+    inv[perm] = np.arange(n)
+
+    def back(a: np.ndarray) -> np.ndarray:
+        return a[inv]
+
+    events = None
+    if log:
+        ids = [j.job_id for j in ordered]
+        events = [
+            (float(t), EVENTS[kind], ids[o], int(s))
+            for t, (kind, o, s) in zip(lgt[: g[G_NLOG]].tolist(), lg[: g[G_NLOG]].tolist(), strict=True)
+        ]
+    return MultiSiteResult(
+        jobs=list(jobs),
+        sites=list(sites),
+        start_time=back(start_time),
+        end_time=back(end_time),
+        site=back(site_of),
+        procs=np.array([j.requested_procs for j in jobs], dtype=np.int64),
+        run_time=back(run_time),
+        best_run_time=back(best),
+        copies=back(n_copies),
+        messages=back(messages),
+        attempts=back(attempts),
+        busy_proc_s=sf[:, BUSY].copy(),
+        denials=int(g[G_DENIALS]),
+        kills=int(g[G_KILLS]),
+        wasted_proc_s=float(gf[GF_WASTED]),
+        plans=int(g[G_PLANS]),
+        log=events,
+    )

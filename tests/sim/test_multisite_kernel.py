@@ -1,0 +1,206 @@
+"""The compiled multi-site event loop (``sim/_multisite_kernel.py``) against the Python driver
+(the reference): identical runs, event for event, for every scheme it supports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metasched.model import Job, Site
+from metasched.policy.base import LocalScheduler
+from metasched.policy.local import ConservativeBackfill, EasyBackfill
+from metasched.policy.meta import CancelSlowerOnly, CompletionTime, KReservations, LeastLoad, MetaScheduler
+from metasched.policy.meta.reservations_base import CopyOffer, StartDecision
+from metasched.policy.priority import Efficacy
+from metasched.sim.multisite import MultiSiteResult, kernel_scheme, simulate_multisite
+from tests.sim.test_multisite import hand_jobs, scenarios, two_sites
+
+SUPPORTED: list[tuple[MetaScheduler, LocalScheduler]] = [
+    (LeastLoad(), EasyBackfill()),
+    (KReservations(k=3), EasyBackfill()),
+    (KReservations(k=4), EasyBackfill(order=Efficacy())),
+    (LeastLoad(k=2), ConservativeBackfill()),
+    (KReservations(k=2, selection="completion"), ConservativeBackfill()),
+    (CompletionTime(k=4), ConservativeBackfill()),
+    (CompletionTime(k=1), ConservativeBackfill(order=Efficacy())),
+    (CompletionTime(k=2), ConservativeBackfill(order=Efficacy())),
+    (CompletionTime(k=2, selection="completion"), ConservativeBackfill(order=Efficacy())),
+    (CompletionTime(k=1, selection="completion"), ConservativeBackfill()),
+    (CancelSlowerOnly(k=4), ConservativeBackfill()),
+    (CancelSlowerOnly(k=4), ConservativeBackfill(order=Efficacy())),
+    (CancelSlowerOnly(k=3, selection="completion"), ConservativeBackfill()),
+]
+
+
+def assert_same(fast: MultiSiteResult, reference: MultiSiteResult) -> None:
+    """Every output of the two runs is identical (floats bit for bit, the log in order)."""
+    assert fast.log == reference.log
+    for name in (
+        "start_time",
+        "end_time",
+        "site",
+        "procs",
+        "run_time",
+        "best_run_time",
+        "copies",
+        "messages",
+        "attempts",
+        "busy_proc_s",
+    ):
+        a, b = getattr(fast, name), getattr(reference, name)
+        assert a.dtype == b.dtype, name
+        assert np.array_equal(a, b), name
+    assert (fast.denials, fast.kills, fast.wasted_proc_s, fast.plans) == (
+        reference.denials,
+        reference.kills,
+        reference.wasted_proc_s,
+        reference.plans,
+    )
+
+
+def both(
+    jobs: Sequence[Job], sites: Sequence[Site], meta: MetaScheduler, local: LocalScheduler
+) -> tuple[MultiSiteResult, MultiSiteResult]:
+    fast = simulate_multisite(jobs, sites, meta, local, log=True, kernel=True)
+    reference = simulate_multisite(jobs, sites, meta, local, log=True, kernel=False)
+    return fast, reference
+
+
+@given(scenarios(), st.sampled_from(range(len(SUPPORTED))))
+@settings(max_examples=150, deadline=None)
+def test_compiled_loop_gives_the_drivers_results(scenario: tuple[list[Site], list[Job]], config: int) -> None:
+    sites, jobs = scenario
+    meta, local = SUPPORTED[config]
+    assert_same(*both(jobs, sites, meta, local))
+
+
+@pytest.mark.parametrize("config", range(len(SUPPORTED)))
+def test_compiled_loop_on_a_busy_workload(config: int) -> None:
+    """Queues of dozens of copies (column compactions, plans placed lazily and answered
+    stale, projections), data transfers, equal submit times and equal estimates."""
+    rng = np.random.default_rng(11)
+    sites = [Site(f"s{i}", 16, speed={c: float(rng.choice([0.5, 1.0, 2.0, 3.0])) for c in range(4)}) for i in range(4)]
+    jobs = []
+    for i in range(200):
+        req = float(rng.choice([60, 600, 1800])) if i % 3 == 0 else float(rng.integers(50, 4000))
+        jobs.append(
+            Job(
+                i + 1,
+                float(rng.integers(0, 400) * 50),
+                float(rng.integers(1, int(req) + 1)) if i % 4 else req,
+                req,
+                int(rng.integers(1, 17)),
+                home_site=int(rng.integers(0, 4)),
+                app_class=int(rng.integers(0, 4)),
+                attrs={"transfer_s": float(rng.choice([0.0, 400.0, 1234.5]))},
+            )
+        )
+    meta, local = SUPPORTED[config]
+    assert_same(*both(jobs, sites, meta, local))
+
+
+@pytest.mark.parametrize("config", [0, 2, 4, 8, 11, 12])
+def test_compiled_loop_on_sites_of_different_sizes(config: int) -> None:
+    """Sites of 4, 8, 8 and 24 processors: wide jobs are eligible at some sites only (fewer
+    copies, projections and loads over the eligible sites alone)."""
+    rng = np.random.default_rng(5)
+    sizes = (4, 8, 8, 24)
+    sites = [
+        Site(f"s{i}", p, speed={c: float(rng.choice([0.5, 1.0, 2.0])) for c in range(3)}) for i, p in enumerate(sizes)
+    ]
+    jobs = []
+    for i in range(150):
+        req = float(rng.integers(10, 3000))
+        jobs.append(
+            Job(
+                i + 1,
+                float(rng.integers(0, 12000)),
+                float(rng.integers(0, int(req) + 1)),
+                req,
+                int(rng.choice([1, 2, 4, 6, 8, 12, 24])),
+                home_site=int(rng.integers(-1, 4)),
+                app_class=int(rng.integers(0, 3)),
+                attrs={"transfer_s": 300.0},
+            )
+        )
+    meta, local = SUPPORTED[config]
+    assert_same(*both(jobs, sites, meta, local))
+
+
+def test_hand_worked_completion_time_in_the_compiled_loop() -> None:
+    """The driver's hand-worked case (tests/sim/test_multisite.py): A denied at the slow site and
+    started at the fast one at 0; J started at the slow site at 10, its fast copy cancelled."""
+    r = simulate_multisite(hand_jobs(), two_sites(), CompletionTime(k=2), ConservativeBackfill(), log=True, kernel=True)
+    assert r.start_time.tolist() == [0.0, 10.0]
+    assert r.end_time.tolist() == [30.0, 110.0]
+    assert r.site.tolist() == [1, 0]
+    assert r.messages.tolist() == [2, 3]
+    assert (r.denials, r.kills, r.wasted_proc_s) == (1, 0, 0.0)
+    assert r.log is not None
+    assert [(t, e, j, s) for t, e, j, s in r.log if j == 1] == [
+        (0.0, "submit", 1, 0),
+        (0.0, "submit", 1, 1),
+        (0.0, "deny", 1, 0),
+        (0.0, "start", 1, 1),
+        (30.0, "end", 1, 1),
+    ]
+
+
+def test_hand_worked_kill_and_restart_in_the_compiled_loop() -> None:
+    """Cancel-slower-only: J's fast copy stays; at 30 it completes at 80 < 110, so the slow copy
+    is killed (20 processor-seconds wasted) and J restarts at the fast site."""
+    r = simulate_multisite(
+        hand_jobs(), two_sites(), CancelSlowerOnly(k=2), ConservativeBackfill(), log=True, kernel=True
+    )
+    assert r.start_time.tolist() == [0.0, 30.0]
+    assert r.end_time.tolist() == [30.0, 80.0]
+    assert r.site.tolist() == [1, 1]
+    assert r.messages.tolist() == [2, 6]
+    assert (r.denials, r.kills, r.wasted_proc_s) == (1, 1, 20.0)
+    assert r.busy_proc_s.tolist() == [20.0, 80.0]
+    assert r.log is not None
+    assert [e for _, e, j, _ in r.log if j == 2] == ["submit", "submit", "start", "kill", "start", "end"]
+
+
+def test_hand_worked_greedy_and_easy_in_the_compiled_loop() -> None:
+    """Greedy: job 1 to a (tie, lower index), job 2 to b (a has load 100), job 3 at t=1 to b (a
+    99, b 9), where EASY starts it when job 2 ends at 10."""
+    sites = [Site("a", 2), Site("b", 2)]
+    jobs = [Job(1, 0.0, 100.0, 100.0, 2), Job(2, 0.0, 10.0, 10.0, 2), Job(3, 1.0, 10.0, 10.0, 1)]
+    r = simulate_multisite(jobs, sites, LeastLoad(), EasyBackfill(), kernel=True)
+    assert r.site.tolist() == [0, 1, 1]
+    assert r.start_time.tolist() == [0.0, 0.0, 10.0]
+    assert r.messages.tolist() == [0, 0, 0]
+
+
+def test_unsupported_schemes_fall_back_to_the_driver() -> None:
+    class Picky(CompletionTime):
+        def decide_start(
+            self, job: Job, site: int, estimate: float, others: Sequence[CopyOffer], now: float
+        ) -> StartDecision:
+            return super().decide_start(job, site, estimate, others, now)
+
+    assert kernel_scheme(Picky(k=2), [ConservativeBackfill()]) is None
+    assert kernel_scheme(KReservations(k=2, selection="completion"), [EasyBackfill()]) is None
+    assert kernel_scheme(CompletionTime(k=2), [ConservativeBackfill(), EasyBackfill()]) is None
+    assert kernel_scheme(CompletionTime(k=2), [ConservativeBackfill()] * 2) is not None
+    with pytest.raises(ValueError, match="does not support"):
+        simulate_multisite(hand_jobs(), two_sites(), Picky(k=2), ConservativeBackfill(), kernel=True)
+    auto = simulate_multisite(hand_jobs(), two_sites(), Picky(k=2), ConservativeBackfill(), log=True)
+    assert_same(
+        auto, simulate_multisite(hand_jobs(), two_sites(), CompletionTime(k=2), ConservativeBackfill(), log=True)
+    )
+
+
+def test_bad_input_is_refused_by_the_compiled_loop_too() -> None:
+    sites = [Site("a", 2)]
+    with pytest.raises(ValueError, match="largest site has 2"):
+        simulate_multisite([Job(1, 0.0, 1.0, 1.0, 3)], sites, LeastLoad(), EasyBackfill(), kernel=True)
+    with pytest.raises(ValueError, match="exceeds requested_time"):
+        simulate_multisite([Job(1, 0.0, 5.0, 1.0, 1)], sites, LeastLoad(), EasyBackfill(), kernel=True)
+    with pytest.raises(ValueError, match="appears twice"):
+        simulate_multisite([Job(1, 0.0, 1.0, 1.0, 1)] * 2, sites, LeastLoad(), EasyBackfill(), kernel=True)
