@@ -187,6 +187,39 @@ def _queue_remove(
 
 
 @njit(cache=True, nogil=True)
+def _release(
+    o: int,
+    s: int,
+    p: int,
+    now: float,
+    si: np.ndarray,
+    sf: np.ndarray,
+    est: np.ndarray,
+    run_start: np.ndarray,
+    run_list: np.ndarray,
+    run_pos: np.ndarray,
+    run_site: np.ndarray,
+) -> None:
+    """The driver's ``_release``: job ``o`` (``p`` processors) stops running at site ``s`` at ``now``
+    (it ended or was killed): its processors, running work and busy time are accounted, it leaves the
+    site's running list (the last entry takes its place) and the site is marked for a new pass."""
+    si[s, FREE] += p
+    si[s, RUN_PROCS] -= p
+    sf[s, RWORK] -= p * (run_start[o] + est[s, o])
+    last = si[s, NRUN] - 1
+    moved = run_list[s, last]
+    run_list[s, run_pos[o]] = moved
+    run_pos[moved] = run_pos[o]
+    si[s, NRUN] = last
+    if last == 0:
+        sf[s, RWORK] = 0.0
+    sf[s, BUSY] += p * (now - run_start[o])
+    run_site[o] = -1
+    si[s, FRESH] = 0
+    si[s, DIRTY] = 1
+
+
+@njit(cache=True, nogil=True)
 def _build_queue(
     si: np.ndarray,
     slot_job: np.ndarray,
@@ -556,20 +589,7 @@ def run_loop(
             # _release(o, "end")
             s = run_site[o]
             p = procs[o]
-            si[s, FREE] += p
-            si[s, RUN_PROCS] -= p
-            sf[s, RWORK] -= p * (run_start[o] + est[s, o])
-            last = si[s, NRUN] - 1
-            moved = run_list[s, last]
-            run_list[s, run_pos[o]] = moved
-            run_pos[moved] = run_pos[o]
-            si[s, NRUN] = last
-            if last == 0:
-                sf[s, RWORK] = 0.0
-            sf[s, BUSY] += p * (now - run_start[o])
-            run_site[o] = -1
-            si[s, FRESH] = 0
-            si[s, DIRTY] = 1
+            _release(o, s, p, now, si, sf, est, run_start, run_list, run_pos, run_site)
             _log(lg, lgt, g, now, EV_END, o, s)
             end_time[o] = now
             for t in range(S):
@@ -771,20 +791,7 @@ def run_loop(
                     if run_site[o] >= 0:
                         # _kill(o): _release(o, "kill")
                         r = run_site[o]
-                        si[r, FREE] += p
-                        si[r, RUN_PROCS] -= p
-                        sf[r, RWORK] -= p * (run_start[o] + est[r, o])
-                        last = si[r, NRUN] - 1
-                        moved = run_list[r, last]
-                        run_list[r, run_pos[o]] = moved
-                        run_pos[moved] = run_pos[o]
-                        si[r, NRUN] = last
-                        if last == 0:
-                            sf[r, RWORK] = 0.0
-                        sf[r, BUSY] += p * (now - run_start[o])
-                        run_site[o] = -1
-                        si[r, FRESH] = 0
-                        si[r, DIRTY] = 1
+                        _release(o, r, p, now, si, sf, est, run_start, run_list, run_pos, run_site)
                         _log(lg, lgt, g, now, EV_KILL, o, r)
                         g[G_KILLS] += 1
                         gf[GF_WASTED] += p * (now - run_start[o])
