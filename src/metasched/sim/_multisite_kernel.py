@@ -187,6 +187,38 @@ def _queue_remove(
 
 
 @njit(cache=True, nogil=True)
+def _remove_copy(
+    si: np.ndarray,
+    sf: np.ndarray,
+    slot_job: np.ndarray,
+    slot_alive: np.ndarray,
+    slot_of: np.ndarray,
+    wc: np.ndarray,
+    held: np.ndarray,
+    est: np.ndarray,
+    lg: np.ndarray,
+    lgt: np.ndarray,
+    g: np.ndarray,
+    now: float,
+    kind: int,
+    o: int,
+    s: int,
+    p: int,
+) -> None:
+    """The driver's ``_remove_copy``: job ``o``'s copy (``p`` processors) leaves the queue of ``s``
+    (``kind``: cancelled or denied), its queued work with it (0 once the queue is empty); the site is
+    marked for a new pass and the event logged."""
+    _queue_remove(si, slot_job, slot_alive, slot_of, wc, s, o, p)
+    sf[s, QWORK] -= p * est[s, o]
+    if si[s, QCOUNT] == 0:
+        sf[s, QWORK] = 0.0
+    held[s, o] = 0
+    si[s, FRESH] = 0
+    si[s, DIRTY] = 1
+    _log(lg, lgt, g, now, kind, o, s)
+
+
+@njit(cache=True, nogil=True)
 def _release(
     o: int,
     s: int,
@@ -594,15 +626,9 @@ def run_loop(
             end_time[o] = now
             for t in range(S):
                 if held[t, o]:
-                    # _remove_copy(o, t, "cancel")
-                    _queue_remove(si, slot_job, slot_alive, slot_of, wc, t, o, p)
-                    sf[t, QWORK] -= p * est[t, o]
-                    if si[t, QCOUNT] == 0:
-                        sf[t, QWORK] = 0.0
-                    held[t, o] = 0
-                    si[t, FRESH] = 0
-                    si[t, DIRTY] = 1
-                    _log(lg, lgt, g, now, EV_CANCEL, o, t)
+                    _remove_copy(
+                        si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_CANCEL, o, t, p
+                    )
                     messages[o] += 1
         # -- submissions --
         while nxt < n and submit[nxt] == now:
@@ -823,25 +849,13 @@ def run_loop(
                         t = off_site[a]
                         if off_run[a] or (decide == DECIDE_SLOWER and off_est[a] < mine):
                             continue
-                        # _remove_copy(o, t, "cancel")
-                        _queue_remove(si, slot_job, slot_alive, slot_of, wc, t, o, p)
-                        sf[t, QWORK] -= p * est[t, o]
-                        if si[t, QCOUNT] == 0:
-                            sf[t, QWORK] = 0.0
-                        held[t, o] = 0
-                        si[t, FRESH] = 0
-                        si[t, DIRTY] = 1
-                        _log(lg, lgt, g, now, EV_CANCEL, o, t)
+                        _remove_copy(
+                            si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_CANCEL, o, t, p
+                        )
                 else:
-                    # _remove_copy(o, s, "deny")
-                    _queue_remove(si, slot_job, slot_alive, slot_of, wc, s, o, p)
-                    sf[s, QWORK] -= p * mine
-                    if si[s, QCOUNT] == 0:
-                        sf[s, QWORK] = 0.0
-                    held[s, o] = 0
-                    si[s, FRESH] = 0
-                    si[s, DIRTY] = 1
-                    _log(lg, lgt, g, now, EV_DENY, o, s)
+                    _remove_copy(
+                        si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_DENY, o, s, p
+                    )
                     g[G_DENIALS] += 1
                     denied = True
             if not denied:
