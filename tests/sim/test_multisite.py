@@ -28,11 +28,17 @@ def hand_jobs() -> list[Job]:
     return [Job(1, 0.0, 30.0, 100.0, 1, app_class=0), Job(2, 10.0, 50.0, 50.0, 1, app_class=0)]
 
 
-def test_hand_worked_completion_time_cancel_all() -> None:
+#: The hand-worked cases run on both paths: the Python driver (``check``: every cached plan checked too)
+#: and the compiled event loop (:mod:`metasched.sim._multisite_kernel`).
+PATHS = [pytest.param({"check": True}, id="driver"), pytest.param({"kernel": True}, id="compiled")]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hand_worked_completion_time_cancel_all(path: dict[str, bool]) -> None:
     """t=0: both sites could start A; slow completes at 200, fast at 100: denied at slow (2
     messages), starts at fast alone. t=10: J starts at slow (110 <= fast's reservation 100 + 50),
     fast's copy cancelled (3 messages). A ends at 30; J at 110."""
-    r = simulate_multisite(hand_jobs(), two_sites(), CompletionTime(k=2), ConservativeBackfill(), log=True, check=True)
+    r = simulate_multisite(hand_jobs(), two_sites(), CompletionTime(k=2), ConservativeBackfill(), log=True, **path)
     assert r.start_time.tolist() == [0.0, 10.0]
     assert r.end_time.tolist() == [30.0, 110.0]
     assert r.site.tolist() == [1, 0]
@@ -48,12 +54,11 @@ def test_hand_worked_completion_time_cancel_all() -> None:
     ]
 
 
-def test_hand_worked_cancel_slower_only_kill_and_restart() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_hand_worked_cancel_slower_only_kill_and_restart(path: dict[str, bool]) -> None:
     """As above, but J's copy at the fast site stays; when A ends at 30 it can complete at 80 <
     110: the slow copy is killed (20 processor-seconds wasted) and J restarts at the fast site."""
-    r = simulate_multisite(
-        hand_jobs(), two_sites(), CancelSlowerOnly(k=2), ConservativeBackfill(), log=True, check=True
-    )
+    r = simulate_multisite(hand_jobs(), two_sites(), CancelSlowerOnly(k=2), ConservativeBackfill(), log=True, **path)
     assert r.start_time.tolist() == [0.0, 30.0]
     assert r.end_time.tolist() == [30.0, 80.0]
     assert r.site.tolist() == [1, 1]
@@ -64,10 +69,11 @@ def test_hand_worked_cancel_slower_only_kill_and_restart() -> None:
     assert [e for _, e, j, _ in r.log if j == 2] == ["submit", "submit", "start", "kill", "start", "end"]
 
 
-def test_greedy_sends_each_job_to_the_least_loaded_site() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_greedy_sends_each_job_to_the_least_loaded_site(path: dict[str, bool]) -> None:
     sites = [Site("a", 2), Site("b", 2)]
     jobs = [Job(1, 0.0, 100.0, 100.0, 2), Job(2, 0.0, 10.0, 10.0, 2), Job(3, 1.0, 10.0, 10.0, 1)]
-    r = simulate_multisite(jobs, sites, LeastLoad(), EasyBackfill())
+    r = simulate_multisite(jobs, sites, LeastLoad(), EasyBackfill(), **path)
     # job 1 -> a (tie, lower index); job 2 -> b (a has load 100); job 3 at t=1: a 99, b 9 -> b.
     assert r.site.tolist() == [0, 1, 1]
     assert r.start_time.tolist() == [0.0, 0.0, 10.0]

@@ -131,50 +131,7 @@ def test_compiled_loop_on_sites_of_different_sizes(config: int) -> None:
     assert_same(*both(jobs, sites, meta, local))
 
 
-def test_hand_worked_completion_time_in_the_compiled_loop() -> None:
-    """The driver's hand-worked case (tests/sim/test_multisite.py): A denied at the slow site and
-    started at the fast one at 0; J started at the slow site at 10, its fast copy cancelled."""
-    r = simulate_multisite(hand_jobs(), two_sites(), CompletionTime(k=2), ConservativeBackfill(), log=True, kernel=True)
-    assert r.start_time.tolist() == [0.0, 10.0]
-    assert r.end_time.tolist() == [30.0, 110.0]
-    assert r.site.tolist() == [1, 0]
-    assert r.messages.tolist() == [2, 3]
-    assert (r.denials, r.kills, r.wasted_proc_s) == (1, 0, 0.0)
-    assert r.log is not None
-    assert [(t, e, j, s) for t, e, j, s in r.log if j == 1] == [
-        (0.0, "submit", 1, 0),
-        (0.0, "submit", 1, 1),
-        (0.0, "deny", 1, 0),
-        (0.0, "start", 1, 1),
-        (30.0, "end", 1, 1),
-    ]
-
-
-def test_hand_worked_kill_and_restart_in_the_compiled_loop() -> None:
-    """Cancel-slower-only: J's fast copy stays; at 30 it completes at 80 < 110, so the slow copy
-    is killed (20 processor-seconds wasted) and J restarts at the fast site."""
-    r = simulate_multisite(
-        hand_jobs(), two_sites(), CancelSlowerOnly(k=2), ConservativeBackfill(), log=True, kernel=True
-    )
-    assert r.start_time.tolist() == [0.0, 30.0]
-    assert r.end_time.tolist() == [30.0, 80.0]
-    assert r.site.tolist() == [1, 1]
-    assert r.messages.tolist() == [2, 6]
-    assert (r.denials, r.kills, r.wasted_proc_s) == (1, 1, 20.0)
-    assert r.busy_proc_s.tolist() == [20.0, 80.0]
-    assert r.log is not None
-    assert [e for _, e, j, _ in r.log if j == 2] == ["submit", "submit", "start", "kill", "start", "end"]
-
-
-def test_hand_worked_greedy_and_easy_in_the_compiled_loop() -> None:
-    """Greedy: job 1 to a (tie, lower index), job 2 to b (a has load 100), job 3 at t=1 to b (a
-    99, b 9), where EASY starts it when job 2 ends at 10."""
-    sites = [Site("a", 2), Site("b", 2)]
-    jobs = [Job(1, 0.0, 100.0, 100.0, 2), Job(2, 0.0, 10.0, 10.0, 2), Job(3, 1.0, 10.0, 10.0, 1)]
-    r = simulate_multisite(jobs, sites, LeastLoad(), EasyBackfill(), kernel=True)
-    assert r.site.tolist() == [0, 1, 1]
-    assert r.start_time.tolist() == [0.0, 0.0, 10.0]
-    assert r.messages.tolist() == [0, 0, 0]
+# The hand-worked cases run on both paths in tests/sim/test_multisite.py (``PATHS``).
 
 
 def test_unsupported_schemes_fall_back_to_the_driver() -> None:
