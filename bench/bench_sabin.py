@@ -65,20 +65,19 @@ def main() -> None:
                 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
                 per_scheme[scheme].append(cpu)
                 ref = ""
-                if args.reference:
+                # Each other path must give the same row; its CPU seconds and ratio to this run's are shown.
+                for wanted, path, kw, width in (
+                    (args.reference, "the reference path", {"compiled": False}, 9),
+                    (args.driver, "the Python driver", {"kernel": False}, 12),
+                ):
+                    if not wanted:
+                        continue
                     c0 = time.process_time()
-                    reference = exp.run_task(exp.Task(name, load, scheme), data, 1, compiled=False)
-                    ref_cpu = time.process_time() - c0
-                    if reference != row:
-                        raise SystemExit(f"{name} {load} {scheme}: the reference path gives different results")
-                    ref = f" {ref_cpu:9.2f} {ref_cpu / cpu:7.2f}"
-                if args.driver:
-                    c0 = time.process_time()
-                    by_driver = exp.run_task(exp.Task(name, load, scheme), data, 1, kernel=False)
-                    driver_cpu = time.process_time() - c0
-                    if by_driver != row:
-                        raise SystemExit(f"{name} {load} {scheme}: the Python driver gives different results")
-                    ref += f" {driver_cpu:12.2f} {driver_cpu / cpu:7.2f}"
+                    other = exp.run_task(exp.Task(name, load, scheme), data, 1, **kw)
+                    other_cpu = time.process_time() - c0
+                    if other != row:
+                        raise SystemExit(f"{name} {load} {scheme}: {path} gives different results")
+                    ref += f" {other_cpu:{width}.2f} {other_cpu / cpu:7.2f}"
                 print(
                     f"{name:6} {load:5.1f} {scheme:14} {cpu:8.2f} {wall:8.2f} {row.get('plans', 0):8} "
                     f"{row['jobs'] / cpu:10.0f}{ref}",
