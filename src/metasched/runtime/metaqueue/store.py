@@ -76,6 +76,8 @@ PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
 LICENCES = cast(Table, LicenceRow.__table__)
 FORMULAS = cast(Table, FormulaRow.__table__)
+#: What taking a lease back needs to know of a job (see ``Store._take_back``).
+_LEASED = (JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id)
 #: Job states whose job holds its licences (handed out and not finished: running or leased).
 HOLDS_LICENCES = (JobState.RUNNING,)
 
@@ -945,27 +947,32 @@ class Store:
     def _renew_exactly(
         self, conn: Connection, placeholder_id: str, now: float, holding: dict[int, int], fenced: set[tuple[int, int]]
     ) -> dict[int, int]:
-        q = select(JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id).where(
-            JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING
-        )
+        q = select(*_LEASED).where(JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING)
         if self.is_postgres:
             q = q.with_for_update()
-        rows = conn.execute(q).all()
-        keep = [r.id for r in rows if holding.get(r.id) == r.attempts]
-        if keep:
+        kept, lost, unknown = [], [], []
+        for r in conn.execute(q).all():
+            if holding.get(r.id) == r.attempts:
+                kept.append(r)
+            elif (r.id, r.attempts) in fenced:
+                lost.append(r)
+            else:
+                unknown.append({"job_id": r.id, "attempt": r.attempts})
+        if kept:
             conn.execute(
                 update(JOBS)
-                .where(JOBS.c.id.in_(keep), JOBS.c.placeholder_id == placeholder_id, JOBS.c.state == JobState.RUNNING)
+                .where(
+                    JOBS.c.id.in_([r.id for r in kept]),
+                    JOBS.c.placeholder_id == placeholder_id,
+                    JOBS.c.state == JobState.RUNNING,
+                )
                 .values(lease_until=now + self.lease_s)
             )
-        gone = [r for r in rows if holding.get(r.id) != r.attempts]
-        lost = [r for r in gone if (r.id, r.attempts) in fenced]
         if lost:
             self._take_back(conn, lost, now, "fenced by placeholder {ph} (no contact for a lease)")
-        unknown = [{"job_id": r.id, "attempt": r.attempts} for r in gone if (r.id, r.attempts) not in fenced]
         if unknown:
             self._release(conn, placeholder_id, unknown, now, "not held by its placeholder (never started)")
-        return {r.id: r.attempts for r in rows if r.id in set(keep)}
+        return {r.id: r.attempts for r in kept}
 
     def complete(
         self,
@@ -1255,9 +1262,7 @@ class Store:
         """Take back running jobs whose lease ended: requeued (attempt counted) or, past the retry limit, failed."""
         now = time.time() if now is None else now
         with self._tx() as conn:
-            q = select(JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id).where(
-                JOBS.c.state == JobState.RUNNING, JOBS.c.lease_until < now
-            )
+            q = select(*_LEASED).where(JOBS.c.state == JobState.RUNNING, JOBS.c.lease_until < now)
             if self.is_postgres:
                 q = q.with_for_update(skip_locked=True)
             lost = conn.execute(q).all()
