@@ -420,7 +420,7 @@ class Agent:
         self._fencer: _Fencer | None = None
         #: After a failed report or claim: not before ``_retry_at``; the back-off doubles up to 1 s.
         self._retry_at = 0.0
-        self._backoff = 0.05
+        self._backoff = self.BACKOFF_S[0]
         self.jobs_run = 0
         self.prefetch = prefetch
         self.prefetch_s = prefetch_s
@@ -561,6 +561,8 @@ class Agent:
     #: (exit 143) and fail its dependents. Held, it is never reported when the agent dies in that time; its
     #: lease then expires and the job runs again. An agent still alive after the grace reports the failure.
     SIGNAL_GRACE_S = 2.0
+    #: Back-off after a failed report or claim: from the first value, doubling up to the second.
+    BACKOFF_S = (0.05, 1.0)
     CANCEL_SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL})
 
     def _collect(self, block_s: float) -> None:
@@ -682,7 +684,7 @@ class Agent:
             self.to_release[:0] = sent.release
             self._failed()
             return None
-        self._backoff = 0.05
+        self._backoff = self.BACKOFF_S[0]
         for c, ok in zip(sent.results, accepted, strict=True):
             if ok:
                 self.jobs_run += 1
@@ -706,7 +708,7 @@ class Agent:
             log.warning("claim failed, will retry in %.2f s: %s", self._backoff, exc)
             self._failed()
             return None
-        self._backoff = 0.05
+        self._backoff = self.BACKOFF_S[0]
         self.last_contact = time.time()
         self._thin = len(res.jobs) < free.cpus + ahead
         self._take(res, sent_at)
@@ -714,7 +716,7 @@ class Agent:
 
     def _failed(self) -> None:
         self._retry_at = time.time() + self._backoff
-        self._backoff = min(1.0, self._backoff * 2)
+        self._backoff = min(self.BACKOFF_S[1], self._backoff * 2)
 
     def _whole(self, free: FreeResources) -> FreeResources:
         return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
@@ -789,13 +791,17 @@ class Agent:
         self.ahead = kept
         return True
 
+    def _bound_calls(self) -> None:
+        """No call to the metaqueue may wait longer than a third of the lease (at least 0.5 s)."""
+        self.t.bound(max(0.5, self.lease_s / 3))
+
     def _learn_lease(self, lease_s: float) -> None:
         # The metaqueue's lease may be shorter than we were told: heartbeat often enough for it.
         # (Assumes the placeholder's clock agrees with the server's to well within the lease.)
         if 0 < lease_s < self.lease_s - 0.5:
             self.lease_s = lease_s
             self.heartbeat_s = min(self.heartbeat_s, max(0.1, lease_s / 4))
-            self.t.bound(max(0.5, lease_s / 3))
+            self._bound_calls()
 
     def run(self) -> str:
         """Serve until EXIT or wall time; returns ``"done"``, ``"expired"`` or ``"failed"`` (metaqueue unreachable)."""
@@ -810,7 +816,7 @@ class Agent:
                 self._spawner = Spawner()
             except OSError as exc:
                 log.warning("jobs start with Popen: %s", exc)
-        self.t.bound(max(0.5, self.lease_s / 3))
+        self._bound_calls()
         if self._fencer is None:
             self._fencer = _Fencer(self)
         if self._poll is not None and hasattr(os, "eventfd"):
@@ -858,7 +864,6 @@ class Agent:
         told_exit = False
         while True:
             now = time.time()
-            self._fence(now)  # (also done by the fencing thread, on time whatever this loop waits for)
             if now >= next_hb:
                 self._drain()
                 now = time.time()
