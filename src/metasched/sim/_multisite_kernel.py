@@ -321,6 +321,8 @@ def _plan(
     shape_start: np.ndarray,
     scratch_f: np.ndarray,
     scratch_i: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
 ) -> None:
     """Site ``s``'s local plan now (with job ``extra`` queued last when ``extra >= 0``) into plan
     row ``r``: the pass of ``ConservativeBackfill._columnar`` (placed up to its early stop; the
@@ -355,6 +357,8 @@ def _plan(
         pints[r, 0] = steps
         pints[r, 1] = 0
         pints[r, 2] = free_now
+        pints[r, 3] = 0
+        pints[r, 4] = 0
         for p in range(cap + 1):
             ff[r, p] = -np.inf
         bits = 0
@@ -364,10 +368,11 @@ def _plan(
             v >>= 1
         table = 1 << max(4, bits)
         si[r, TABLE] = table
-        for h in range(table):
+        for h in range(2 * table):
             shape_p[r, h] = -1
         shortest = np.empty(n + 1, dtype=np.float64)
-        shortest_behind(queue[:n], procs, durations, free_now, shortest)
+        longest = np.empty(n + 1, dtype=np.float64)
+        shortest_behind(queue[:n], procs, durations, free_now, shortest, longest)
         code = place(
             cap,
             now,
@@ -376,9 +381,9 @@ def _plan(
             pints[r],
             ptz[r],
             ff[r],
-            shape_p[r, :table],
-            shape_d[r, :table],
-            shape_start[r, :table],
+            shape_p[r, : 2 * table],
+            shape_d[r, : 2 * table],
+            shape_start[r, : 2 * table],
             queue[:n],
             procs,
             durations,
@@ -386,6 +391,9 @@ def _plan(
             pstate[r],
             n,
             shortest,
+            longest,
+            pdef[r],
+            pbound[r],
         )
         if code != 0:
             g[G_ERROR] = ERR_NO_END
@@ -488,6 +496,8 @@ def _place_to(
     shape_p: np.ndarray,
     shape_d: np.ndarray,
     shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
 ) -> None:
     """``_ColumnPass.place_slot``: place plan row ``r`` (a pass at site ``s``) up to and
     including job ``q``, at the pass's own instant ``pnow[r]`` (its profile starts there)."""
@@ -501,9 +511,9 @@ def _place_to(
         pints[r],
         ptz[r],
         ff[r],
-        shape_p[r, :table],
-        shape_d[r, :table],
-        shape_start[r, :table],
+        shape_p[r, : 2 * table],
+        shape_d[r, : 2 * table],
+        shape_start[r, : 2 * table],
         pqueue[r, :n],
         procs,
         est[s],
@@ -511,6 +521,9 @@ def _place_to(
         pstate[r],
         ppos[r, q] + 1,
         _NEVER,
+        _NEVER,
+        pdef[r],
+        pbound[r],
     )
     if code != 0:
         g[G_ERROR] = ERR_NO_END
@@ -578,7 +591,7 @@ def run_loop(
     steps_cap = 3 * n + 4
     times = np.zeros((S + 1, steps_cap), dtype=np.float64)
     frees = np.zeros((S + 1, steps_cap), dtype=np.int64)
-    pints = np.zeros((S + 1, 3), dtype=np.int64)
+    pints = np.zeros((S + 1, 5), dtype=np.int64)
     ptz = np.zeros((S + 1, 1), dtype=np.float64)
     pnow = np.zeros(S + 1, dtype=np.float64)
     ff = np.zeros((S + 1, max_cap + 1), dtype=np.float64)
@@ -588,9 +601,11 @@ def run_loop(
         bits += 1
         v >>= 1
     tmax = 1 << max(4, bits)
-    shape_p = np.full((S + 1, tmax), -1, dtype=np.int64)
-    shape_d = np.zeros((S + 1, tmax), dtype=np.float64)
-    shape_start = np.zeros((S + 1, tmax), dtype=np.float64)
+    shape_p = np.full((S + 1, 2 * tmax), -1, dtype=np.int64)
+    shape_d = np.zeros((S + 1, 2 * tmax), dtype=np.float64)
+    shape_start = np.zeros((S + 1, 2 * tmax), dtype=np.float64)
+    pdef = np.zeros((S + 1, n + 1), dtype=np.int64)
+    pbound = np.zeros((S + 1, n + 1), dtype=np.float64)
     scratch_f = np.zeros(n + 1, dtype=np.float64)
     scratch_i = np.zeros(n + 1, dtype=np.int64)
     ht = np.zeros(n * S + 1, dtype=np.float64)
@@ -652,13 +667,13 @@ def run_loop(
                     _plan(
                         S, s, o, -(fastest / est[s, o]), local, order, now, si, g, slot_job, slot_alive, prim,
                         procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
-                        pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i,
+                        pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                     )  # fmt: skip
                     st = pstate[S, o]
                     if st == 3:
                         _place_to(
                             S, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start,
+                            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
                         st = pstate[S, o]
                     if st == 4:
@@ -728,7 +743,7 @@ def run_loop(
                 _plan(
                     s, s, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est, exp_end,
                     run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p,
-                    shape_d, shape_start, scratch_f, scratch_i,
+                    shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                 )  # fmt: skip
                 si[s, FRESH] = 1
             denied = False
@@ -746,20 +761,20 @@ def run_loop(
                     if in_plan and pstate[t, o] == 3:
                         _place_to(
                             t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
                     if not (in_plan and (pstate[t, o] == 4 or pstate[t, o] == 0)) and not si[t, FRESH]:
                         _plan(
                             t, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                             exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i,
+                            pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                         )  # fmt: skip
                         si[t, FRESH] = 1
                     in_plan = pid[t, o] == si[t, PLAN_ID]
                     if in_plan and pstate[t, o] == 3:
                         _place_to(
                             t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
                     if in_plan and pstate[t, o] == 4:
                         at = now

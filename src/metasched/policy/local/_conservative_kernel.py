@@ -20,6 +20,10 @@ before ``now + md`` has no processor free, or no processor is really free any mo
 now only if it is that narrow and its whole window ``[now, now + estimate)`` has processors free.
 (A zero-width job, which fits anywhere, disables the rule.)
 
+Why deferred (see :func:`place`): at heavy load most of a pass's jobs land far beyond the
+instants where anything could still start now; their placement is put off until a job whose
+window reaches that far, or a request for a reservation, needs them (exact, same plans).
+
 Invariant (as the Python pass): a job never delays the reservation of any job ahead of it in the
 queue, and no step ever has fewer than 0 processors free.
 """
@@ -75,20 +79,33 @@ def base_profile(
 
 @njit(cache=True, nogil=True)
 def shortest_behind(
-    queue: np.ndarray, procs: np.ndarray, durations: np.ndarray, free_now: int, out: np.ndarray
+    queue: np.ndarray,
+    procs: np.ndarray,
+    durations: np.ndarray,
+    free_now: int,
+    out: np.ndarray,
+    longest: np.ndarray,
 ) -> None:
     """``out[x]``: the shortest estimate among the jobs at positions ``>= x`` no wider than
-    ``free_now`` (``inf``: none; ``-inf``: a zero-width job is among them)."""
+    ``free_now`` (``inf``: none; ``-inf``: a zero-width job is among them); ``longest[x]``: the
+    longest estimate among those of them that need processors (``-inf``: none)."""
     best = np.inf
+    most = -np.inf
     for x in range(queue.shape[0] - 1, -1, -1):
         q = queue[x]
         p = procs[q]
         if p == 0:
             best = -np.inf
-        elif p <= free_now and durations[q] < best:
-            best = durations[q]
+        elif p <= free_now:
+            d = durations[q]
+            if d < best:
+                best = d
+            if d > most:
+                most = d
         out[x] = best
+        longest[x] = most
     out[queue.shape[0]] = np.inf
+    longest[queue.shape[0]] = -np.inf
 
 
 @njit(cache=True, nogil=True)
@@ -114,6 +131,118 @@ def _bisect(times: np.ndarray, n: int, t: float) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _walk(
+    times: np.ndarray, free: np.ndarray, n: int, i: int, after: float, p: int, duration: float, limit: float
+) -> tuple[float, int, int]:
+    """``Profile.place``'s earliest-fit walk from step ``i`` (the step holding ``after``): the
+    earliest ``start >= after`` with ``p`` processors free over ``[start, start + duration)``,
+    with the steps ``i`` (holding ``start``) and ``j`` (the first at or after its end). Gives up
+    at a start ``>= limit`` (``start`` = ``inf``, ``i`` < ``n``); ``i`` = ``n``: the profile ran out."""
+    while True:
+        if i >= n:
+            return np.inf, n, n
+        if free[i] < p:
+            i += 1
+            continue
+        start = times[i] if times[i] > after else after
+        if start >= limit:
+            return np.inf, i, i
+        end = start + duration
+        j = i + 1
+        fits = True
+        while j < n and times[j] < end:
+            if free[j] < p:
+                fits = False
+                break
+            j += 1
+        if fits:
+            return start, i, j
+        i = j + 1
+
+
+@njit(cache=True, nogil=True)
+def _shape_slot(shape_p: np.ndarray, shape_d: np.ndarray, base: int, mask: int, p: int, duration: float) -> int:
+    """The slot of shape ``(p, duration)`` in the open-addressing table at ``base`` (``mask + 1``
+    slots): its entry, or the empty slot where it goes."""
+    h = (p * 1000003 + int(duration * 64.0)) & mask
+    while shape_p[base + h] != -1 and not (shape_p[base + h] == p and shape_d[base + h] == duration):
+        h = (h + 1) & mask
+    return base + h
+
+
+@njit(cache=True, nogil=True)
+def _put(
+    times: np.ndarray, free: np.ndarray, n: int, i: int, j: int, start: float, end: float, p: int, zero: float
+) -> tuple[int, float]:
+    """Take ``p`` processors over ``[start, end)`` (steps ``i`` to ``j`` of :func:`_walk`), adding
+    the breakpoints; the new number of steps and first instant with none free."""
+    if j == n or times[j] != end:
+        _insert(times, free, n, j, end, free[j - 1])
+        n += 1
+    if times[i] != start:
+        _insert(times, free, n, i + 1, start, free[i])
+        n += 1
+        i += 1
+        j += 1
+    for k in range(i, j):
+        free[k] -= p
+        if free[k] < 1 and times[k] < zero:
+            zero = times[k]
+    return n, zero
+
+
+@njit(cache=True, nogil=True)
+def _resolve(
+    times: np.ndarray,
+    free: np.ndarray,
+    ints: np.ndarray,
+    zero: float,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    queue: np.ndarray,
+    procs: np.ndarray,
+    durations: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    deferred: np.ndarray,
+    bound: np.ndarray,
+    until: int,
+) -> float:
+    """Place, in queue order, the deferred jobs at positions before ``until`` (see
+    :func:`place`); returns the new first instant with no processor free (``NO_END`` in
+    ``ints[0]`` when the profile ran out)."""
+    n = ints[0]
+    head = ints[3]
+    half = shape_p.shape[0] >> 1
+    mask = half - 1
+    while head < ints[4] and deferred[head] < until:
+        q = queue[deferred[head]]
+        p = procs[q]
+        duration = durations[q]
+        after = bound[head]
+        # the resolution table: starts of deferred jobs placed before, in queue order
+        h = _shape_slot(shape_p, shape_d, half, mask, p, duration)
+        if shape_p[h] != -1 and shape_start[h] > after:
+            after = shape_start[h]
+        start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, np.inf)
+        if i >= n:
+            ints[0] = NO_END
+            return zero
+        if duration > 0 and p != 0:
+            n, zero = _put(times, free, n, i, j, start, start + duration, p, zero)
+        shape_p[h] = p
+        shape_d[h] = duration
+        shape_start[h] = start
+        starts[q] = start
+        state[q] = 0
+        head += 1
+    ints[0] = n
+    ints[3] = head
+    return zero
+
+
+@njit(cache=True, nogil=True)
 def place(
     capacity: int,
     now: float,
@@ -132,31 +261,68 @@ def place(
     state: np.ndarray,
     until: int,
     shortest: np.ndarray,
+    longest: np.ndarray,
+    deferred: np.ndarray,
+    bound: np.ndarray,
 ) -> int:
     """Place the jobs at queue positions ``ints[1]`` up to ``until`` (exclusive) in the profile
     ``times[:ints[0]]``/``free[:ints[0]]``; ``ints[2]`` holds the processors really free and
     ``t_zero[0]`` the first instant of the profile with none free (see :func:`base_profile`). The jobs
     are slots ``queue[x]`` of ``procs``/``durations``; each placed slot gets its start in
-    ``starts`` and in ``state`` 1 (starts now) or 0 (reserved). With ``shortest`` (from
-    :func:`shortest_behind`; empty: never), stops early by the module's stopping rule. Updates
-    ``ints``; returns 0, or ``TOO_WIDE``/``NO_END``.
+    ``starts`` and in ``state`` 1 (starts now) or 0 (reserved); a slot not placed yet keeps its
+    state. With ``shortest`` and ``longest`` (from :func:`shortest_behind`; empty: never), stops
+    early by the module's stopping rule and defers jobs (below). Updates ``ints``; returns 0, or
+    ``TOO_WIDE``/``NO_END``.
 
     ``first_free[p]``: the first instant with ``p`` free found so far in this pass (``-inf``:
-    none yet); ``shape_*``: an open-addressing table from (width, estimate) to the start of the
-    last job of that shape (``shape_p`` -1: empty). Within a pass the profile only loses
-    processors, so neither can be beaten: searches start from them (as in the Python pass).
+    none yet); ``shape_*``: two open-addressing tables from (width, estimate) to a start: the
+    first half holds a lower bound of the start of the last job of that shape, the second half
+    the start of the last deferred job of that shape placed (``shape_p`` -1: empty). Within a pass
+    the profile only loses processors, so neither can be beaten: searches start from them (as
+    in the Python pass).
+
+    Deferral (exact). While the pass looks for the jobs that start now, the only part of the
+    profile that matters is before the horizon ``H = now + longest[x]``: a job behind ``x`` can
+    start now only within ``[now, H)``. A job whose earliest fit is at or after ``H`` does not
+    touch that part, so its placement is put off: ``deferred[ints[3]:ints[4]]`` holds such
+    positions, in queue order, ``bound`` a lower bound of each one's start. The profile then
+    lacks only windows at or after ``H`` (``H`` only comes closer as ``x`` grows), so it is
+    exact before ``H`` and has at least as many processors free after: a job whose earliest
+    fit in it lies within ``[now, H)`` has that same fit in the exact profile (nothing fits
+    earlier in a profile with fewer free; that window is free in both), and a job with no fit
+    starting before ``H`` in it has none in the exact one either and is deferred. A job whose
+    first fit starts before ``H`` and ends after it may be blocked by a deferred window: the
+    deferred jobs are placed first, in order, then it. A deferred job is placed after later
+    jobs that fit before ``H``; it never sees them, since its start is at or after ``H``. The
+    deferred jobs are placed before any job asked for on demand behind them, and before
+    continuing past the early stop. So every start is the one of the pass without deferral.
     """
     n = ints[0]
     really_free = ints[2]
-    mask = shape_p.shape[0] - 1
+    half = shape_p.shape[0] >> 1
+    mask = half - 1
     stop_early = shortest.shape[0] > 0
     zero = t_zero[0]
+    if not stop_early and ints[3] < ints[4]:
+        zero = _resolve(
+            times, free, ints, zero, shape_p, shape_d, shape_start, queue, procs, durations, starts, state, deferred,
+            bound, until,
+        )  # fmt: skip
+        t_zero[0] = zero
+        if ints[0] == NO_END:
+            ints[0] = n
+            return NO_END
+        n = ints[0]
+        if ints[3] < ints[4]:
+            return 0  # the jobs up to ``until`` are placed; the rest stay deferred
     x = ints[1]
     while x < until:
+        horizon = -np.inf
         if stop_early:
             md = shortest[x]
             if md != -np.inf and (really_free <= 0 or md == np.inf or zero < now + md):
                 break
+            horizon = now + longest[x]
         q = queue[x]
         p = procs[q]
         duration = durations[q]
@@ -173,52 +339,48 @@ def place(
         if k < n and times[k] > after:
             after = times[k]
         first_free[p] = after
-        h = (p * 1000003 + np.int64(duration * 64.0)) & mask
-        while shape_p[h] != -1 and not (shape_p[h] == p and shape_d[h] == duration):
-            h = (h + 1) & mask
+        h = _shape_slot(shape_p, shape_d, 0, mask, p, duration)
         if shape_p[h] != -1 and shape_start[h] > after:
             after = shape_start[h]
-        # Profile.place(p, duration, after)
-        i = _bisect(times, n, after)
-        if i < 0:
-            i = 0
-            after = times[0]
-        start = 0.0
-        end = 0.0
+        start = np.inf
+        i = 0
         j = 0
-        while True:
+        if horizon > now:
+            if after < horizon:
+                start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, horizon)
+            if start == np.inf:
+                # no fit starts before the horizon: put it off
+                bound[ints[4]] = after if after > horizon else horizon
+                deferred[ints[4]] = x
+                ints[4] += 1
+                shape_p[h] = p
+                shape_d[h] = duration
+                shape_start[h] = bound[ints[4] - 1]
+                x += 1
+                continue
+            if start + duration > horizon and ints[3] < ints[4]:
+                start = np.inf  # it reaches past the horizon: place the deferred jobs first
+        if start == np.inf:
+            if ints[3] < ints[4]:
+                ints[0] = n
+                zero = _resolve(
+                    times, free, ints, zero, shape_p, shape_d, shape_start, queue, procs, durations, starts, state,
+                    deferred, bound, x,
+                )  # fmt: skip
+                if ints[0] == NO_END:
+                    ints[0] = n
+                    ints[1] = x
+                    t_zero[0] = zero
+                    return NO_END
+                n = ints[0]
+            start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, np.inf)
             if i >= n:
                 ints[0] = n
                 ints[1] = x
+                t_zero[0] = zero
                 return NO_END
-            if free[i] < p:
-                i += 1
-                continue
-            start = times[i] if times[i] > after else after
-            end = start + duration
-            j = i + 1
-            fits = True
-            while j < n and times[j] < end:
-                if free[j] < p:
-                    fits = False
-                    break
-                j += 1
-            if fits:
-                break
-            i = j + 1
         if duration > 0 and p != 0:
-            if j == n or times[j] != end:
-                _insert(times, free, n, j, end, free[j - 1])
-                n += 1
-            if times[i] != start:
-                _insert(times, free, n, i + 1, start, free[i])
-                n += 1
-                i += 1
-                j += 1
-            for k in range(i, j):
-                free[k] -= p
-                if free[k] < 1 and times[k] < zero:
-                    zero = times[k]
+            n, zero = _put(times, free, n, i, j, start, start + duration, p, zero)
         shape_p[h] = p
         shape_d[h] = duration
         shape_start[h] = start

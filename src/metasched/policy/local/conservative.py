@@ -186,6 +186,8 @@ class _ColumnPass:
     ``starts[slot]``, 1 starts now, 2 not in this pass, 3 not placed yet."""
 
     __slots__ = (
+        "bound",
+        "deferred",
         "durations",
         "first_free",
         "free",
@@ -231,21 +233,24 @@ class _ColumnPass:
             self.free,
             self.t_zero,
         )
-        self.ints = np.array([steps, 0, view.free_procs], dtype=np.int64)
+        self.ints = np.array([steps, 0, view.free_procs, 0, 0], dtype=np.int64)
         self.first_free = np.full(view.total_procs + 1, -np.inf)
         table = 1 << max(4, (2 * n + 1).bit_length())
-        self.shape_p = np.full(table, -1, dtype=np.int64)
-        self.shape_d = np.empty(table, dtype=np.float64)
-        self.shape_start = np.empty(table, dtype=np.float64)
+        self.shape_p = np.full(2 * table, -1, dtype=np.int64)
+        self.shape_d = np.empty(2 * table, dtype=np.float64)
+        self.shape_start = np.empty(2 * table, dtype=np.float64)
+        self.deferred = np.empty(n, dtype=np.int64)
+        self.bound = np.empty(n, dtype=np.float64)
         self.starts = np.empty(columns.n, dtype=np.float64)
         self.state = np.full(columns.n, 2, dtype=np.int8)
         self.state[queue] = 3
         self.positions: np.ndarray | None = None
         shortest = np.empty(n + 1, dtype=np.float64)
-        shortest_behind(queue, self.procs, self.durations, view.free_procs, shortest)
-        self._place(n, shortest)
+        longest = np.empty(n + 1, dtype=np.float64)
+        shortest_behind(queue, self.procs, self.durations, view.free_procs, shortest, longest)
+        self._place(n, shortest, longest)
 
-    def _place(self, until: int, shortest: np.ndarray) -> None:
+    def _place(self, until: int, shortest: np.ndarray, longest: np.ndarray) -> None:
         from metasched.policy.local._conservative_kernel import NO_END, place
 
         code = place(
@@ -266,6 +271,9 @@ class _ColumnPass:
             self.state,
             until,
             shortest,
+            longest,
+            self.deferred,
+            self.bound,
         )
         if code == NO_END:
             raise ValueError(f"the running jobs hold more than the {self.total_procs} processors of the site")
@@ -275,11 +283,11 @@ class _ColumnPass:
         if self.positions is None:
             self.positions = np.empty(len(self.state), dtype=np.int64)
             self.positions[self.queue] = np.arange(len(self.queue))
-        self._place(int(self.positions[slot]) + 1, _NEVER)
+        self._place(int(self.positions[slot]) + 1, _NEVER, _NEVER)
 
     def place_all(self) -> None:
-        if self.ints[1] < len(self.queue):
-            self._place(len(self.queue), _NEVER)
+        if self.ints[1] < len(self.queue) or self.ints[3] < self.ints[4]:
+            self._place(len(self.queue), _NEVER, _NEVER)
 
 
 _EXPECTED_END = attrgetter("expected_end")
