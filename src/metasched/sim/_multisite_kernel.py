@@ -40,6 +40,7 @@ from metasched.policy.local._conservative_kernel import base_profile, place, sho
 from metasched.sim._multisite_codes import (
     DECIDE_COMPLETION,
     DECIDE_SLOWER,
+    DECIDE_START,
     LOCAL_CONSERVATIVE,
     ORDER_EFFICACY,
     SELECT_COMPLETION,
@@ -756,14 +757,21 @@ def run_loop(
                 for t in range(S):
                     if t == s or not held[t, o]:
                         continue
-                    # _expected_start(t, o)
+                    # _expected_start(t, o). Placing a plan further is lazy work with no other
+                    # effect, so it is skipped where the answer cannot change the decision: a
+                    # start-based meta-scheduler never reads it, and a copy no faster than this
+                    # one cannot complete before it (its start is not before now). Placed, it
+                    # would be reserved (state 0): a job behind the early stop cannot start at
+                    # the plan's instant; the re-plan below is decided as if it had been.
+                    wanted = decide != DECIDE_START and est[t, o] < est[s, o]
                     in_plan = pid[t, o] == si[t, PLAN_ID]
-                    if in_plan and pstate[t, o] == 3:
+                    if in_plan and pstate[t, o] == 3 and wanted:
                         _place_to(
                             t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
                             ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
-                    if not (in_plan and (pstate[t, o] == 4 or pstate[t, o] == 0)) and not si[t, FRESH]:
+                    st = pstate[t, o]
+                    if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
                         _plan(
                             t, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                             exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz,
@@ -771,7 +779,7 @@ def run_loop(
                         )  # fmt: skip
                         si[t, FRESH] = 1
                     in_plan = pid[t, o] == si[t, PLAN_ID]
-                    if in_plan and pstate[t, o] == 3:
+                    if in_plan and pstate[t, o] == 3 and wanted:
                         _place_to(
                             t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
                             ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
