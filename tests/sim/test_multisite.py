@@ -55,6 +55,25 @@ def test_hand_worked_completion_time_cancel_all(path: dict[str, bool]) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(("estimate", "denied"), [(59.0, True), (60.0, False)])
+def test_hand_worked_completion_time_decided_at_the_margin(
+    path: dict[str, bool], estimate: float, denied: bool
+) -> None:
+    """As above with A's estimate 59 (60): at t=10 J could complete at 110 on the slow site, and on
+    the fast one at 59 + 50 = 109 (60 + 50 = 110, a tie). 109 < 110: J is denied at the slow site,
+    waits for the fast one (A ends at 30) and runs 30-80 there. On a tie it starts at the slow site.
+    (The compiled loop places the fast copy's reservation only if it may end before 110.)"""
+    jobs = [Job(1, 0.0, 30.0, estimate, 1, app_class=0), Job(2, 10.0, 50.0, 50.0, 1, app_class=0)]
+    r = simulate_multisite(jobs, two_sites(), CompletionTime(k=2), ConservativeBackfill(), **path)
+    if denied:
+        assert (r.start_time.tolist(), r.end_time.tolist(), r.site.tolist()) == ([0.0, 30.0], [30.0, 80.0], [1, 1])
+        assert r.denials == 2
+    else:
+        assert (r.start_time.tolist(), r.end_time.tolist(), r.site.tolist()) == ([0.0, 10.0], [30.0, 110.0], [1, 0])
+        assert r.denials == 1
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_hand_worked_cancel_slower_only_kill_and_restart(path: dict[str, bool]) -> None:
     """As above, but J's copy at the fast site stays; when A ends at 30 it can complete at 80 <
     110: the slow copy is killed (20 processor-seconds wasted) and J restarts at the fast site."""

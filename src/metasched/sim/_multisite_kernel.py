@@ -395,6 +395,7 @@ def _plan(
             longest,
             pdef[r],
             pbound[r],
+            np.inf,
         )
         if code != 0:
             g[G_ERROR] = ERR_NO_END
@@ -499,9 +500,12 @@ def _place_to(
     shape_start: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
+    reach: float,
 ) -> None:
     """``_ColumnPass.place_slot``: place plan row ``r`` (a pass at site ``s``) up to and
-    including job ``q``, at the pass's own instant ``pnow[r]`` (its profile starts there)."""
+    including job ``q``, at the pass's own instant ``pnow[r]`` (its profile starts there).
+    With ``reach`` < ``inf``, ``q`` is placed only if its window may end before ``reach``
+    (else it stays in state 3; see :func:`~metasched.policy.local._conservative_kernel.place`)."""
     table = si[r, TABLE]
     n = si[r, PLAN_N]
     code = place(
@@ -525,6 +529,7 @@ def _place_to(
         _NEVER,
         pdef[r],
         pbound[r],
+        reach,
     )
     if code != 0:
         g[G_ERROR] = ERR_NO_END
@@ -674,7 +679,7 @@ def run_loop(
                     if st == 3:
                         _place_to(
                             S, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
                         )  # fmt: skip
                         st = pstate[S, o]
                     if st == 4:
@@ -759,16 +764,18 @@ def run_loop(
                         continue
                     # _expected_start(t, o). Placing a plan further is lazy work with no other
                     # effect, so it is skipped where the answer cannot change the decision: a
-                    # start-based meta-scheduler never reads it, and a copy no faster than this
-                    # one cannot complete before it (its start is not before now). Placed, it
-                    # would be reserved (state 0): a job behind the early stop cannot start at
-                    # the plan's instant; the re-plan below is decided as if it had been.
+                    # start-based meta-scheduler never reads it, a copy no faster than this one
+                    # cannot complete before it (its start is not before now), and a copy whose
+                    # window cannot end before this one's completion is left unplaced (reach;
+                    # its answer inf then changes nothing). Placed, it would be reserved (state
+                    # 0): a job behind the early stop cannot start at the plan's instant; the
+                    # re-plan below is decided as if it had been.
                     wanted = decide != DECIDE_START and est[t, o] < est[s, o]
                     in_plan = pid[t, o] == si[t, PLAN_ID]
                     if in_plan and pstate[t, o] == 3 and wanted:
                         _place_to(
                             t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
                         )  # fmt: skip
                     st = pstate[t, o]
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
@@ -782,7 +789,7 @@ def run_loop(
                     if in_plan and pstate[t, o] == 3 and wanted:
                         _place_to(
                             t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
                         )  # fmt: skip
                     if in_plan and pstate[t, o] == 4:
                         at = now

@@ -264,6 +264,7 @@ def place(
     longest: np.ndarray,
     deferred: np.ndarray,
     bound: np.ndarray,
+    reach: float,
 ) -> int:
     """Place the jobs at queue positions ``ints[1]`` up to ``until`` (exclusive) in the profile
     ``times[:ints[0]]``/``free[:ints[0]]``; ``ints[2]`` holds the processors really free and
@@ -296,6 +297,14 @@ def place(
     jobs that fit before ``H``; it never sees them, since its start is at or after ``H``. The
     deferred jobs are placed before any job asked for on demand behind them, and before
     continuing past the early stop. So every start is the one of the pass without deferral.
+
+    ``reach`` (on demand only; ``inf``: exact): the caller only needs the last job's start if
+    its window ends before ``reach``. Then the same deferral runs with the horizon ``reach`` (or
+    the lowest bound of a job still deferred, if lower), and the last job is placed only if its
+    first fit in the profile as it is ends before ``reach``: that profile has at least as many
+    processors free as the exact one, so its first fit is a lower bound of the exact start and
+    a window ending at or after ``reach`` there ends at or after ``reach`` in the exact profile
+    too. Otherwise it stays deferred (state unchanged) with that lower bound.
     """
     n = ints[0]
     really_free = ints[2]
@@ -303,7 +312,29 @@ def place(
     mask = half - 1
     stop_early = shortest.shape[0] > 0
     zero = t_zero[0]
-    if not stop_early and ints[3] < ints[4]:
+    target = -1
+    limit = reach
+    if not stop_early and reach < np.inf:
+        target = until - 1
+        for k in range(ints[3], ints[4]):
+            if bound[k] < limit:
+                limit = bound[k]
+        if target < ints[1]:
+            qt = queue[target]
+            if state[qt] != 3:
+                return 0
+            # deferred: placed only if its first fit from its bound may end before ``reach``
+            after = now
+            for k in range(ints[3], ints[4]):
+                if deferred[k] == target:
+                    after = bound[k]
+                    break
+            if after >= reach:
+                return 0
+            start, i, j = _walk(times, free, n, _bisect(times, n, after), after, procs[qt], durations[qt], reach)
+            if start == np.inf or start + durations[qt] >= reach:
+                return 0
+    if not stop_early and ints[3] < ints[4] and (target < 0 or target < ints[1]):
         zero = _resolve(
             times, free, ints, zero, shape_p, shape_d, shape_start, queue, procs, durations, starts, state, deferred,
             bound, until,
@@ -323,6 +354,8 @@ def place(
             if md != -np.inf and (really_free <= 0 or md == np.inf or zero < now + md):
                 break
             horizon = now + longest[x]
+        elif target >= 0:
+            horizon = limit
         q = queue[x]
         p = procs[q]
         duration = durations[q]
@@ -345,7 +378,25 @@ def place(
         start = np.inf
         i = 0
         j = 0
-        if horizon > now:
+        if x == target:
+            if after < reach:
+                start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, reach)
+            if start == np.inf or start + duration >= reach:
+                # it cannot end before ``reach``: left deferred, with a lower bound of its start
+                b = start
+                if b == np.inf:
+                    b = after if after > reach else reach
+                bound[ints[4]] = b
+                deferred[ints[4]] = x
+                ints[4] += 1
+                shape_p[h] = p
+                shape_d[h] = duration
+                shape_start[h] = b
+                x += 1
+                continue
+            if start + duration > horizon and ints[3] < ints[4]:
+                start = np.inf  # the deferred jobs may block it: place them first
+        elif horizon > now:
             if after < horizon:
                 start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, horizon)
             if start == np.inf:

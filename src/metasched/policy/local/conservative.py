@@ -274,6 +274,7 @@ class _ColumnPass:
             longest,
             self.deferred,
             self.bound,
+            np.inf,
         )
         if code == NO_END:
             raise ValueError(f"the running jobs hold more than the {self.total_procs} processors of the site")
