@@ -675,17 +675,27 @@ def run_loop(
                         procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
                         pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                     )  # fmt: skip
+                    # Only the k best (completion, site) are kept, and the sites come in index
+                    # order: once k are known, a site's projection matters only if it completes
+                    # strictly before the k-th best so far (a tie goes to the lower index), and
+                    # is placed only that far (reach); otherwise it is not among the k (inf).
+                    reach = np.inf
+                    if e >= k_sites:
+                        best_k = np.sort(views_v[:e])
+                        reach = best_k[k_sites - 1]
                     st = pstate[S, o]
                     if st == 3:
                         _place_to(
                             S, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
+                            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, reach,
                         )  # fmt: skip
                         st = pstate[S, o]
                     if st == 4:
                         start = now
                     elif st == 0:
                         start = pstart[S, o]
+                    elif st == 3 and reach < np.inf:
+                        start = np.inf
                     else:
                         # the driver's fallback (a conservative projection) is never needed by
                         # the schemes this loop supports: refuse rather than guess
