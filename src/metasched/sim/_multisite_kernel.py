@@ -665,6 +665,16 @@ def run_loop(
                     if est[s, o] < fastest:
                         fastest = est[s, o]
             want = selection == SELECT_COMPLETION and k_sites < ne
+            if want:
+                # projections fastest site first (the copy's estimate there, then the index):
+                # the k best come early, so the later ones are placed only as far as they matter
+                for a in range(1, ne):
+                    vs = elig[a]
+                    b = a - 1
+                    while b >= 0 and (est[elig[b], o] > est[vs, o] or (est[elig[b], o] == est[vs, o] and elig[b] > vs)):
+                        elig[b + 1] = elig[b]
+                        b -= 1
+                    elig[b + 1] = vs
             for e in range(ne):
                 s = elig[e]
                 views_s[e] = s
@@ -675,14 +685,28 @@ def run_loop(
                         procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
                         pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                     )  # fmt: skip
-                    # Only the k best (completion, site) are kept, and the sites come in index
-                    # order: once k are known, a site's projection matters only if it completes
-                    # strictly before the k-th best so far (a tie goes to the lower index), and
-                    # is placed only that far (reach); otherwise it is not among the k (inf).
+                    # Only the k best (completion, site) are kept: once k are known, a site's
+                    # projection matters only if it beats the k-th best so far (strictly, or
+                    # equal with a lower index), and is placed only that far (reach); otherwise
+                    # it is not among the k (inf).
                     reach = np.inf
                     if e >= k_sites:
-                        best_k = np.sort(views_v[:e])
-                        reach = best_k[k_sites - 1]
+                        kth_v = -np.inf
+                        kth_s = -1
+                        for _ in range(k_sites):
+                            # the next best of views[:e] by (value, site) after (kth_v, kth_s)
+                            bv = np.inf
+                            bs = S
+                            for a in range(e):
+                                av = views_v[a]
+                                at_s = views_s[a]
+                                later = av > kth_v or (av == kth_v and at_s > kth_s)
+                                if later and (av < bv or (av == bv and at_s < bs)):
+                                    bv = av
+                                    bs = at_s
+                            kth_v = bv
+                            kth_s = bs
+                        reach = kth_v if s > kth_s else np.nextafter(kth_v, np.inf)
                     st = pstate[S, o]
                     if st == 3:
                         _place_to(
