@@ -263,11 +263,43 @@ def _build_queue(
     extra: int,
     extra_key: float,
     out: np.ndarray,
+    eq: np.ndarray,
+    eqn: np.ndarray,
+    held: np.ndarray,
 ) -> int:
-    """The queue of ``s`` (plus job ``extra`` last when ``extra >= 0``) in queue order into
-    ``out``; returns its length. Efficacy: the live slots in arrival order stably sorted by
-    ``prim`` (``QueueColumns.live_slots``), which is the order of ``Efficacy.rank``."""
+    """The queue of ``s`` (plus job ``extra``, not queued there yet, when ``extra >= 0``) in queue
+    order into ``out``; returns its length. FCFS: the live slots in arrival order, ``extra``
+    last. Efficacy: the order of ``Efficacy.rank`` (``QueueColumns.live_slots``): the jobs in
+    arrival order stably sorted by ``prim``, kept as such in ``eq[s, :eqn[s]]`` (sorted by
+    ``(prim, job)``, the job index being the arrival order; :func:`_eq_insert`), whose entries
+    no longer queued are skipped here and dropped once they outnumber the live ones; ``extra``
+    (the newest job) goes after every job of a key up to its own."""
     n = 0
+    if order == ORDER_EFFICACY:
+        m = eqn[s]
+        pending = extra >= 0
+        for k in range(m):
+            q = eq[s, k]
+            if not held[s, q]:
+                continue
+            if pending and prim[s, q] > extra_key:
+                out[n] = extra
+                n += 1
+                pending = False
+            out[n] = q
+            n += 1
+        if pending:
+            out[n] = extra
+            n += 1
+        live = n - 1 if extra >= 0 else n
+        if m > 64 and 2 * live < m:
+            c = 0
+            for x in range(n):
+                if out[x] != extra:
+                    eq[s, c] = out[x]
+                    c += 1
+            eqn[s] = c
+        return n
     for k in range(si[s, NSLOTS]):
         if slot_alive[s, k]:
             out[n] = slot_job[s, k]
@@ -275,16 +307,27 @@ def _build_queue(
     if extra >= 0:
         out[n] = extra
         n += 1
-    if order == ORDER_EFFICACY and n > 1:
-        keys = np.empty(n, dtype=np.float64)
-        for x in range(n):
-            q = out[x]
-            keys[x] = extra_key if q == extra else prim[s, q]
-        idx = np.argsort(keys, kind="mergesort")
-        tmp = out[:n].copy()
-        for x in range(n):
-            out[x] = tmp[idx[x]]
     return n
+
+
+@njit(cache=True, nogil=True)
+def _eq_insert(eq: np.ndarray, eqn: np.ndarray, prim: np.ndarray, s: int, o: int) -> None:
+    """Insert job ``o``, the newest queued at ``s``, into the efficacy order ``eq[s]``: after
+    every entry of a key up to ``prim[s, o]`` (a binary search; entries no longer queued keep
+    their place and key)."""
+    key = prim[s, o]
+    m = eqn[s]
+    lo, hi = 0, m
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if prim[s, eq[s, mid]] <= key:
+            lo = mid + 1
+        else:
+            hi = mid
+    for k in range(m, lo, -1):
+        eq[s, k] = eq[s, k - 1]
+    eq[s, lo] = o
+    eqn[s] = m + 1
 
 
 @njit(cache=True, nogil=True)
@@ -324,6 +367,9 @@ def _plan(
     scratch_i: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
+    eq: np.ndarray,
+    eqn: np.ndarray,
+    held: np.ndarray,
 ) -> None:
     """Site ``s``'s local plan now (with job ``extra`` queued last when ``extra >= 0``) into plan
     row ``r``: the pass of ``ConservativeBackfill._columnar`` (placed up to its early stop; the
@@ -335,7 +381,7 @@ def _plan(
     plan_id = g[G_PIDS]
     si[r, PLAN_ID] = plan_id
     queue = pqueue[r]
-    n = _build_queue(si, slot_job, slot_alive, prim, order, s, extra, extra_key, queue)
+    n = _build_queue(si, slot_job, slot_alive, prim, order, s, extra, extra_key, queue, eq, eqn, held)
     si[r, PLAN_N] = n
     for x in range(n):
         q = queue[x]
@@ -611,6 +657,8 @@ def run_loop(
     shape_d = np.zeros((S + 1, 2 * tmax), dtype=np.float64)
     shape_start = np.zeros((S + 1, 2 * tmax), dtype=np.float64)
     pdef = np.zeros((S + 1, n + 1), dtype=np.int64)
+    eq = np.zeros((S, n), dtype=np.int64)
+    eqn = np.zeros(S, dtype=np.int64)
     pbound = np.zeros((S + 1, n + 1), dtype=np.float64)
     scratch_f = np.zeros(n + 1, dtype=np.float64)
     scratch_i = np.zeros(n + 1, dtype=np.int64)
@@ -684,6 +732,7 @@ def run_loop(
                         S, s, o, -(fastest / est[s, o]), local, order, now, si, g, slot_job, slot_alive, prim,
                         procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
                         pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
+                        eq, eqn, held,
                     )  # fmt: skip
                     # Only the k best (completion, site) are kept: once k are known, a site's
                     # projection matters only if it beats the k-th best so far (strictly, or
@@ -760,6 +809,8 @@ def run_loop(
                 s = chosen[c]
                 prim[s, o] = -(best / est[s, o])
                 _queue_add(si, slot_job, slot_alive, slot_of, wc, s, o, p)
+                if order == ORDER_EFFICACY:
+                    _eq_insert(eq, eqn, prim, s, o)
                 sf[s, QWORK] += p * est[s, o]
                 held[s, o] = 1
                 si[s, FRESH] = 0
@@ -783,7 +834,7 @@ def run_loop(
                 _plan(
                     s, s, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est, exp_end,
                     run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p,
-                    shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
+                    shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
                 )  # fmt: skip
                 si[s, FRESH] = 1
             denied = False
@@ -816,7 +867,8 @@ def run_loop(
                         _plan(
                             t, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                             exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
+                            pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn,
+                            held,
                         )  # fmt: skip
                         si[t, FRESH] = 1
                     in_plan = pid[t, o] == si[t, PLAN_ID]
