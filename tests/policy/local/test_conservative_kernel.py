@@ -95,14 +95,19 @@ def _pass_of(plan: object) -> object:
     return plan.reservations._run  # type: ignore[attr-defined]
 
 
-def test_a_job_past_the_horizon_is_deferred_then_placed_before_a_job_that_reaches_it() -> None:
-    # P=4, 1 proc busy until 300. Queue: A (4 procs, 5 s), C (2, 10), E (2, 295). The horizon is
-    # 0 + 295 (E is the longest job narrow enough to start now): A cannot start before 300, so
-    # its placement is put off. C starts now. E's first fit, 10, ends at 305, past the horizon:
-    # A is placed first (300-305, all 4 procs), which blocks E until 305 -- as in the full pass.
-    running = [RunningJob(job=job(9, 0, 300, 1), start_time=0, procs=1, expected_end=300)]
+def _deferral_case(busy: int) -> SiteView:
+    """P=4, ``busy`` procs held until 300; queue A (4 procs, 5 s), C (2, 10), E (2, 295), in arrival
+    order: the horizon is 0 + 295 (E is the longest job narrow enough to start now)."""
+    running = [RunningJob(job=job(9, 0, 300, busy), start_time=0, procs=busy, expected_end=300)]
     queue = [job(1, 0, 5, 4), job(2, 0, 10, 2), job(3, 0, 295, 2)]
-    view = SiteView(total_procs=4, free_procs=3, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
+    return SiteView(4, 4 - busy, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
+
+
+def test_a_job_past_the_horizon_is_deferred_then_placed_before_a_job_that_reaches_it() -> None:
+    # 1 proc busy: A cannot start before 300, so its placement is put off. C starts now. E's first
+    # fit, 10, ends at 305, past the horizon: A is placed first (300-305, all 4 procs), which
+    # blocks E until 305 -- as in the full pass.
+    view = _deferral_case(1)
     plan = ConservativeBackfill().plan(view, 0.0)
     run = _pass_of(plan)
     assert run.ints[4] == 1 and run.ints[3] == 1  # type: ignore[attr-defined]  # deferred once, placed at E
@@ -112,11 +117,9 @@ def test_a_job_past_the_horizon_is_deferred_then_placed_before_a_job_that_reache
 
 
 def test_a_deferred_job_left_at_the_early_stop_is_placed_when_asked_for() -> None:
-    # P=4, 2 procs busy until 300: A (4, 5) is deferred (horizon 295), C (2, 10) starts now and
-    # no processor is left, so the pass stops before E. Asking for E places A first.
-    running = [RunningJob(job=job(9, 0, 300, 2), start_time=0, procs=2, expected_end=300)]
-    queue = [job(1, 0, 5, 4), job(2, 0, 10, 2), job(3, 0, 295, 2)]
-    view = SiteView(total_procs=4, free_procs=2, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
+    # 2 procs busy: A is deferred, C starts now and no processor is left, so the pass stops
+    # before E. Asking for E places A first.
+    view = _deferral_case(2)
     plan = ConservativeBackfill().plan(view, 0.0)
     run = _pass_of(plan)
     assert [j.job_id for j in plan.starts] == [2]
