@@ -378,35 +378,23 @@ def place(
         start = np.inf
         i = 0
         j = 0
-        if x == target:
-            if after < reach:
-                start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, reach)
-            if start == np.inf or start + duration >= reach:
-                # it cannot end before ``reach``: left deferred, with a lower bound of its start
-                b = start
-                if b == np.inf:
-                    b = after if after > reach else reach
-                bound[ints[4]] = b
+        # the last instant its fit may start at and still matter: the horizon, or for the job asked
+        # for with a ``reach``, that reach (its window must end before it)
+        limit_x = reach if x == target else horizon
+        if limit_x > now or x == target:
+            if after < limit_x:
+                start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, limit_x)
+            if start == np.inf or (x == target and start + duration >= reach):
+                # no fit starts before the horizon, or the job asked for cannot end before
+                # ``reach``: put it off, with a lower bound of its start
+                if start == np.inf:
+                    start = after if after > limit_x else limit_x
+                bound[ints[4]] = start
                 deferred[ints[4]] = x
                 ints[4] += 1
                 shape_p[h] = p
                 shape_d[h] = duration
-                shape_start[h] = b
-                x += 1
-                continue
-            if start + duration > horizon and ints[3] < ints[4]:
-                start = np.inf  # the deferred jobs may block it: place them first
-        elif horizon > now:
-            if after < horizon:
-                start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, horizon)
-            if start == np.inf:
-                # no fit starts before the horizon: put it off
-                bound[ints[4]] = after if after > horizon else horizon
-                deferred[ints[4]] = x
-                ints[4] += 1
-                shape_p[h] = p
-                shape_d[h] = duration
-                shape_start[h] = bound[ints[4] - 1]
+                shape_start[h] = start
                 x += 1
                 continue
             if start + duration > horizon and ints[3] < ints[4]:
