@@ -311,6 +311,21 @@ def _build_queue(
 
 
 @njit(cache=True, nogil=True)
+def _sort_by_value(v: np.ndarray, sites: np.ndarray, n: int) -> None:
+    """Sort ``v[:n]``, with ``sites[:n]`` alongside, by (value, site), in place (a few entries)."""
+    for a in range(1, n):
+        vv = v[a]
+        vs = sites[a]
+        b = a - 1
+        while b >= 0 and (v[b] > vv or (v[b] == vv and sites[b] > vs)):
+            v[b + 1] = v[b]
+            sites[b + 1] = sites[b]
+            b -= 1
+        v[b + 1] = vv
+        sites[b + 1] = vs
+
+
+@njit(cache=True, nogil=True)
 def _eq_insert(eq: np.ndarray, eqn: np.ndarray, prim: np.ndarray, s: int, o: int) -> None:
     """Insert job ``o``, the newest queued at ``s``, into the efficacy order ``eq[s]``: after
     every entry of a key up to ``prim[s, o]`` (a binary search; entries no longer queued keep
@@ -716,13 +731,9 @@ def run_loop(
             if want:
                 # projections fastest site first (the copy's estimate there, then the index):
                 # the k best come early, so the later ones are placed only as far as they matter
-                for a in range(1, ne):
-                    vs = elig[a]
-                    b = a - 1
-                    while b >= 0 and (est[elig[b], o] > est[vs, o] or (est[elig[b], o] == est[vs, o] and elig[b] > vs)):
-                        elig[b + 1] = elig[b]
-                        b -= 1
-                    elig[b + 1] = vs
+                for a in range(ne):
+                    views_v[a] = est[elig[a], o]
+                _sort_by_value(views_v, elig, ne)
             for e in range(ne):
                 s = elig[e]
                 views_s[e] = s
@@ -740,21 +751,11 @@ def run_loop(
                     # it is not among the k (inf).
                     reach = np.inf
                     if e >= k_sites:
-                        kth_v = -np.inf
-                        kth_s = -1
-                        for _ in range(k_sites):
-                            # the next best of views[:e] by (value, site) after (kth_v, kth_s)
-                            bv = np.inf
-                            bs = S
-                            for a in range(e):
-                                av = views_v[a]
-                                at_s = views_s[a]
-                                later = av > kth_v or (av == kth_v and at_s > kth_s)
-                                if later and (av < bv or (av == bv and at_s < bs)):
-                                    bv = av
-                                    bs = at_s
-                            kth_v = bv
-                            kth_s = bs
+                        best_v = views_v[:e].copy()
+                        best_s = views_s[:e].copy()
+                        _sort_by_value(best_v, best_s, e)
+                        kth_v = best_v[k_sites - 1]
+                        kth_s = best_s[k_sites - 1]
                         reach = kth_v if s > kth_s else np.nextafter(kth_v, np.inf)
                     st = pstate[S, o]
                     if st == 3:
@@ -778,16 +779,7 @@ def run_loop(
                 else:
                     views_v[e] = (sf[s, QWORK] + sf[s, RWORK] - now * si[s, RUN_PROCS]) / site_procs[s]
             # choose: sort by (value, index), keep the first k
-            for a in range(1, ne):
-                vv = views_v[a]
-                vs = views_s[a]
-                b = a - 1
-                while b >= 0 and (views_v[b] > vv or (views_v[b] == vv and views_s[b] > vs)):
-                    views_v[b + 1] = views_v[b]
-                    views_s[b + 1] = views_s[b]
-                    b -= 1
-                views_v[b + 1] = vv
-                views_s[b + 1] = vs
+            _sort_by_value(views_v, views_s, ne)
             nc = k_sites if k_sites < ne else ne
             for c in range(nc):
                 chosen[c] = views_s[c]
