@@ -283,8 +283,9 @@ def place(
     in the Python pass).
 
     Deferral (exact). While the pass looks for the jobs that start now, the only part of the
-    profile that matters is before the horizon ``H = now + longest[x]``: a job behind ``x`` can
-    start now only within ``[now, H)``. A job whose earliest fit is at or after ``H`` does not
+    profile that matters is before the horizon ``H``, the earlier of ``now + longest[x]`` and the
+    first instant with no processor free: a job behind ``x`` can start now only within
+    ``[now, H)``. A job whose earliest fit is at or after ``H`` does not
     touch that part, so its placement is put off: ``deferred[ints[3]:ints[4]]`` holds such
     positions, in queue order, ``bound`` a lower bound of each one's start. The profile then
     lacks only windows at or after ``H`` (``H`` only comes closer as ``x`` grows), so it is
@@ -354,6 +355,8 @@ def place(
             if md != -np.inf and (really_free <= 0 or md == np.inf or zero < now + md):
                 break
             horizon = now + longest[x]
+            if zero < horizon:
+                horizon = zero  # a window that starts now ends by the first instant with none free
         elif target >= 0:
             horizon = limit
         q = queue[x]
