@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,12 +106,15 @@ def _deferral_case(busy: int) -> SiteView:
 
 def test_a_job_past_the_horizon_is_deferred_then_placed_before_a_job_that_reaches_it() -> None:
     # 1 proc busy: A cannot start before 300, so its placement is put off. C starts now. E's first
-    # fit, 10, ends at 305, past the horizon: A is placed first (300-305, all 4 procs), which
-    # blocks E until 305 -- as in the full pass.
+    # fit, 10, ends at 305, past the horizon: the horizon is moved out to 305, which places A
+    # (300-305, all 4 procs); A blocks E until 305 -- as in the full pass -- so E, now with no fit
+    # before the horizon, is put off in turn and placed when asked for.
     view = _deferral_case(1)
     plan = ConservativeBackfill().plan(view, 0.0)
     run = _pass_of(plan)
-    assert run.ints[4] == 1 and run.ints[3] == 1  # type: ignore[attr-defined]  # deferred once, placed at E
+    # the list held A, then E alone (A placed by the advance, not by a full resolution)
+    assert run.ints[3] == 0 and run.ints[4] == 1  # type: ignore[attr-defined]
+    assert run.deferred[0] == 2 and run.bound[0] == 305.0  # type: ignore[attr-defined]
     assert [j.job_id for j in plan.starts] == [2]
     assert dict(plan.reservations) == {1: 300.0, 3: 305.0}
     assert dict(ConservativeBackfill().plan(replace(view, columns=None), 0.0).reservations) == {1: 300.0, 3: 305.0}
@@ -127,6 +131,53 @@ def test_a_deferred_job_left_at_the_early_stop_is_placed_when_asked_for() -> Non
     assert plan.reservations[3] == 305.0  # E after A (300-305), not at 10
     assert run.ints[3] == 1  # type: ignore[attr-defined]
     assert plan.reservations[1] == 300.0
+
+
+Advanced = tuple[float, dict[int, float], list[tuple[int, float]]]
+
+
+def _advance_case(jobs: list[tuple[int, float, float]], h: float) -> Advanced:
+    """``_advance`` on the profile 1 processor free over [0, 100), 3 over [100, 200), 4 after,
+    with ``jobs`` (procs, estimate, bound) deferred in queue order: the final horizon, the
+    starts placed (by position) and the list left (position, bound)."""
+    from metasched.policy.local._conservative_kernel import _advance
+
+    m = len(jobs)
+    times = np.zeros(8 + 2 * m)
+    free = np.zeros(8 + 2 * m, dtype=np.int64)
+    times[:3] = [0.0, 100.0, 200.0]
+    free[:3] = [1, 3, 4]
+    ints = np.array([3, m, 1, 0, m], dtype=np.int64)
+    procs = np.array([p for p, _, _ in jobs], dtype=np.int64)
+    durations = np.array([d for _, d, _ in jobs])
+    starts = np.full(m, -1.0)
+    state = np.full(m, 3, dtype=np.int8)
+    deferred = np.arange(m, dtype=np.int64)
+    bound = np.array([b for _, _, b in jobs])
+    _, reached = _advance(
+        times, free, ints, np.inf, np.arange(m), procs, durations, starts, state, deferred, bound, m, h
+    )
+    placed = {x: float(starts[x]) for x in range(m) if state[x] == 0}
+    return reached, placed, [(int(deferred[k]), float(bound[k])) for k in range(ints[3], ints[4])]
+
+
+def test_advance_places_what_ends_by_the_horizon_and_keeps_the_rest() -> None:
+    # A (4 procs, 50 s, bound 150) has no fit before 160 (4 free only from 200): kept, bound 160.
+    # B (2, 30, bound 120) fits 120-150, within the horizon: placed at 120.
+    reached, placed, left = _advance_case([(4, 50.0, 150.0), (2, 30.0, 120.0)], 160.0)
+    assert (reached, placed, left) == (160.0, {1: 120.0}, [(0, 160.0)])
+    # A job whose bound is at or past the horizon is not looked at.
+    assert _advance_case([(1, 10.0, 160.0)], 160.0) == (160.0, {}, [(0, 160.0)])
+
+
+def test_advance_places_a_job_past_the_horizon_when_nothing_kept_ahead_can_block_it() -> None:
+    # B' (2, 45, bound 120) fits 120-165, past the horizon 160, but no job is kept ahead of it:
+    # that window is its fit in the full pass too, so it is placed and the horizon stays.
+    assert _advance_case([(2, 45.0, 120.0)], 160.0) == (160.0, {0: 120.0}, [])
+    # Behind A (kept, bound 160 < 165) it might be blocked: the horizon comes back to its start
+    # and it stays deferred with that bound; a job behind it is then read against 120.
+    reached, placed, left = _advance_case([(4, 50.0, 150.0), (2, 45.0, 120.0), (1, 10.0, 110.0)], 160.0)
+    assert (reached, placed, left) == (120.0, {2: 110.0}, [(0, 160.0), (1, 120.0)])
 
 
 def test_a_job_wider_than_the_machine_is_refused() -> None:

@@ -243,6 +243,113 @@ def _resolve(
 
 
 @njit(cache=True, nogil=True)
+def _advance(
+    times: np.ndarray,
+    free: np.ndarray,
+    ints: np.ndarray,
+    zero: float,
+    queue: np.ndarray,
+    procs: np.ndarray,
+    durations: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    deferred: np.ndarray,
+    bound: np.ndarray,
+    until: int,
+    h: float,
+) -> tuple[float, float]:
+    """Move the horizon of :func:`place` out to ``h`` as far as the deferred jobs before ``until``
+    allow (a partial :func:`_resolve`). They are taken in queue order with a running horizon,
+    first ``h``: a job whose first fit in the profile as it is ends by the horizon, or by the
+    lowest bound of the jobs kept deferred ahead of it, is placed; one with no fit starting
+    before the horizon stays deferred, its bound raised to the horizon; any other (its fit
+    starts before the horizon and ends after it and after a bound ahead) lowers the horizon to
+    that start and stays deferred with it as its bound. Returns the new first instant with none
+    free and the final horizon ``h'`` (``NO_END`` in ``ints[0]`` when the profile ran out).
+
+    Exact: every job still deferred starts, in the pass without deferral, at or after its bound
+    (a fit in a profile with at least as many processors free is a lower bound), and every
+    bound is at least ``h'``. The profile lacks, for a job read here, only the windows of the
+    jobs kept ahead of it (at or after their bounds): the jobs behind it already placed end
+    before its bound (they were placed within a horizon at most its bound). So a job whose
+    window ends by the horizon or by every bound ahead has the fit it would have in the pass
+    without deferral (that window is free there too; nothing fits earlier in a profile with
+    fewer free), the profile is exact before ``h'``, and a job placed later in the pass within
+    ``[now, h')`` is not blocked by a window still missing. A job behind a deferred one never
+    affects it (queue order), and the horizon only comes closer as the list is read, so a bound
+    set under an earlier, farther horizon still holds."""
+    n = ints[0]
+    head = ints[3]
+    tail = ints[4]
+    w = head
+    k = head
+    kept = np.inf  # the lowest bound of the jobs kept deferred so far (all ahead of the next one)
+    while k < tail and deferred[k] < until:
+        x = deferred[k]
+        b = bound[k]
+        if b < h:
+            q = queue[x]
+            p = procs[q]
+            duration = durations[q]
+            start, i, j = _walk(times, free, n, _bisect(times, n, b), b, p, duration, h)
+            if i >= n:
+                ints[0] = NO_END
+                return zero, h
+            if start == np.inf:
+                b = h
+            elif start + duration <= h or start + duration <= kept:
+                if duration > 0 and p != 0:
+                    n, zero = _put(times, free, n, i, j, start, start + duration, p, zero)
+                starts[q] = start
+                state[q] = 0
+                k += 1
+                continue
+            else:
+                h = start
+                b = start
+        if b < kept:
+            kept = b
+        deferred[w] = x
+        bound[w] = b
+        w += 1
+        k += 1
+    if w < k:
+        while k < tail:
+            deferred[w] = deferred[k]
+            bound[w] = bound[k]
+            w += 1
+            k += 1
+        ints[4] = w
+    ints[0] = n
+    return zero, h
+
+
+@njit(cache=True, nogil=True)
+def lower_start(
+    times: np.ndarray,
+    free: np.ndarray,
+    ints: np.ndarray,
+    now: float,
+    deferred: np.ndarray,
+    bound: np.ndarray,
+    x: int,
+    p: int,
+    duration: float,
+) -> float:
+    """A lower bound of the start of the job at queue position ``x`` (``p`` processors,
+    ``duration``), not placed yet in a pass of :func:`place`: its first fit in the profile as it
+    is, searched from its bound if it is deferred (the profile only loses processors as the pass
+    goes on); ``inf`` if the profile runs out."""
+    after = now
+    for k in range(ints[3], ints[4]):
+        if deferred[k] == x:
+            after = bound[k]
+            break
+    n = ints[0]
+    return _walk(times, free, n, _bisect(times, n, after), after, p, duration, np.inf)[0]
+
+
+@njit(cache=True, nogil=True)
 def place(
     capacity: int,
     now: float,
@@ -285,27 +392,31 @@ def place(
     Deferral (exact). While the pass looks for the jobs that start now, the only part of the
     profile that matters is before the horizon ``H``, the earlier of ``now + longest[x]`` and the
     first instant with no processor free: a job behind ``x`` can start now only within
-    ``[now, H)``. A job whose earliest fit is at or after ``H`` does not
-    touch that part, so its placement is put off: ``deferred[ints[3]:ints[4]]`` holds such
-    positions, in queue order, ``bound`` a lower bound of each one's start. The profile then
-    lacks only windows at or after ``H`` (``H`` only comes closer as ``x`` grows), so it is
-    exact before ``H`` and has at least as many processors free after: a job whose earliest
-    fit in it lies within ``[now, H)`` has that same fit in the exact profile (nothing fits
-    earlier in a profile with fewer free; that window is free in both), and a job with no fit
-    starting before ``H`` in it has none in the exact one either and is deferred. A job whose
-    first fit starts before ``H`` and ends after it may be blocked by a deferred window: the
-    deferred jobs are placed first, in order, then it. A deferred job is placed after later
-    jobs that fit before ``H``; it never sees them, since its start is at or after ``H``. The
-    deferred jobs are placed before any job asked for on demand behind them, and before
-    continuing past the early stop. So every start is the one of the pass without deferral.
+    ``[now, H)``. A job whose earliest fit is at or after ``H`` does not touch that part, so its
+    placement is put off: ``deferred[ints[3]:ints[4]]`` holds such positions, in queue order,
+    ``bound`` a lower bound of each one's start. The profile then lacks only windows at or after
+    ``H`` (``H`` only comes closer as ``x`` grows), so it is exact before ``H`` and has at least
+    as many processors free after: a job whose earliest fit in it lies within ``[now, H)`` has
+    that same fit in the exact profile (nothing fits earlier in a profile with fewer free; that
+    window is free in both), and a job with no fit starting before ``H`` in it has none in the
+    exact one either and is deferred. A job whose first fit starts before ``H`` and ends after
+    it may be blocked by a deferred window: the horizon is first moved out to its end as far as
+    the deferred jobs allow (:func:`_advance`) and the job is looked at again against the new
+    horizon (placed if its fit ends by it, put off if it no longer fits before it); if it still
+    reaches past, the deferred jobs are placed first, in order, then it. A deferred job is
+    placed after later jobs that fit before ``H``; it never sees them, since its start is at or
+    after ``H``. The deferred jobs are placed before any job asked for on demand behind them,
+    and before continuing past the early stop. So every start is the one of the pass without
+    deferral.
 
     ``reach`` (on demand only; ``inf``: exact): the caller only needs the last job's start if
-    its window ends before ``reach``. Then the same deferral runs with the horizon ``reach`` (or
-    the lowest bound of a job still deferred, if lower), and the last job is placed only if its
-    first fit in the profile as it is ends before ``reach``: that profile has at least as many
-    processors free as the exact one, so its first fit is a lower bound of the exact start and
-    a window ending at or after ``reach`` there ends at or after ``reach`` in the exact profile
-    too. Otherwise it stays deferred (state unchanged) with that lower bound.
+    its window ends before ``reach``. Then the deferred jobs are first advanced to ``reach``
+    (:func:`_advance`), the same deferral runs with the horizon that gives, and the last job is
+    placed only if its first fit in the profile as it is ends before ``reach``: that profile has
+    at least as many processors free as the exact one, so its first fit is a lower bound of the
+    exact start and a window ending at or after ``reach`` there ends at or after ``reach`` in the
+    exact profile too. Otherwise it stays deferred (state unchanged) with that lower bound; if it
+    was deferred already and the advance cannot settle it, every deferred job up to it is placed.
     """
     n = ints[0]
     really_free = ints[2]
@@ -317,24 +428,30 @@ def place(
     limit = reach
     if not stop_early and reach < np.inf:
         target = until - 1
-        for k in range(ints[3], ints[4]):
-            if bound[k] < limit:
-                limit = bound[k]
+        if target < ints[1] and state[queue[target]] != 3:
+            return 0
+        if ints[3] < ints[4]:
+            # the horizon moved out to ``reach`` as far as the deferred jobs allow
+            ints[0] = n
+            zero, limit = _advance(
+                times, free, ints, zero, queue, procs, durations, starts, state, deferred, bound, until, reach
+            )
+            t_zero[0] = zero
+            if ints[0] == NO_END:
+                ints[0] = n
+                return NO_END
+            n = ints[0]
+            if limit > reach:
+                limit = reach
         if target < ints[1]:
             qt = queue[target]
             if state[qt] != 3:
-                return 0
-            # deferred: placed only if its first fit from its bound may end before ``reach``
-            after = now
+                return 0  # placed by the advance
             for k in range(ints[3], ints[4]):
                 if deferred[k] == target:
-                    after = bound[k]
+                    if bound[k] + durations[qt] >= reach:
+                        return 0  # still deferred, and its window cannot end before ``reach``
                     break
-            if after >= reach:
-                return 0
-            start, i, j = _walk(times, free, n, _bisect(times, n, after), after, procs[qt], durations[qt], reach)
-            if start == np.inf or start + durations[qt] >= reach:
-                return 0
     if not stop_early and ints[3] < ints[4] and (target < 0 or target < ints[1]):
         zero = _resolve(
             times, free, ints, zero, shape_p, shape_d, shape_start, queue, procs, durations, starts, state, deferred,
@@ -356,7 +473,7 @@ def place(
                 break
             horizon = now + longest[x]
             if zero < horizon:
-                horizon = zero  # a window that starts now ends by the first instant with none free
+                horizon = zero  # a window that starts now ends at or before the first step with none free
         elif target >= 0:
             horizon = limit
         q = queue[x]
@@ -384,10 +501,35 @@ def place(
         # the last instant its fit may start at and still matter: the horizon, or for the job asked
         # for with a ``reach``, that reach (its window must end before it)
         limit_x = reach if x == target else horizon
+        resolve_all = False
         if limit_x > now or x == target:
             if after < limit_x:
                 start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, limit_x)
-            if start == np.inf or (x == target and start + duration >= reach):
+            if (
+                start != np.inf
+                and start + duration > horizon
+                and ints[3] < ints[4]
+                and not (x == target and start + duration >= reach)
+            ):
+                # it reaches past the horizon, where deferred jobs may block it: move the horizon
+                # out to its end as far as they allow (:func:`_advance`) and look again; if it
+                # still reaches past, every deferred job ahead is placed first (below)
+                ints[0] = n
+                zero, limit_x = _advance(
+                    times, free, ints, zero, queue, procs, durations, starts, state, deferred, bound, x,
+                    start + duration,
+                )  # fmt: skip
+                if ints[0] == NO_END:
+                    ints[0] = n
+                    ints[1] = x
+                    t_zero[0] = zero
+                    return NO_END
+                n = ints[0]
+                start = np.inf
+                if after < limit_x:
+                    start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, limit_x)
+                resolve_all = start + duration > limit_x if start != np.inf else x == target
+            if not resolve_all and (start == np.inf or (x == target and start + duration >= reach)):
                 # no fit starts before the horizon, or the job asked for cannot end before
                 # ``reach``: put it off, with a lower bound of its start
                 if start == np.inf:
@@ -400,9 +542,7 @@ def place(
                 shape_start[h] = start
                 x += 1
                 continue
-            if start + duration > horizon and ints[3] < ints[4]:
-                start = np.inf  # it reaches past the horizon: place the deferred jobs first
-        if start == np.inf:
+        if start == np.inf or resolve_all:
             if ints[3] < ints[4]:
                 ints[0] = n
                 zero = _resolve(
