@@ -36,7 +36,7 @@ from numba import njit
 
 from metasched.model.job import Job
 from metasched.model.site import Site
-from metasched.policy.local._conservative_kernel import base_profile, lower_start, place, shortest_behind
+from metasched.policy.local._conservative_kernel import base_profile, place, shortest_behind
 from metasched.sim._multisite_codes import (
     DECIDE_COMPLETION,
     DECIDE_SLOWER,
@@ -66,8 +66,6 @@ ERR_NO_END = 1
 ERR_NEVER_RAN = 2
 
 _NEVER = np.empty(0, dtype=np.float64)
-#: Rounds of :func:`_place_to` towards an exact start before the rest is placed outright.
-_DEEPEN = 8
 
 
 @njit(cache=True, nogil=True)
@@ -571,46 +569,31 @@ def _place_to(
     (else it stays in state 3; see :func:`~metasched.policy.local._conservative_kernel.place`)."""
     table = si[r, TABLE]
     n = si[r, PLAN_N]
-    rounds = 0
-    while True:
-        at = reach
-        if reach == np.inf and rounds < _DEEPEN:
-            # the exact start asked for: the horizon is moved out in rounds, each to the end of
-            # q's first fit in the profile as it is (a lower bound of its exact end); jobs ahead
-            # whose windows lie beyond it are left unplaced. A round that ends with q unplaced
-            # raises that bound; after ``_DEEPEN`` rounds the rest is placed outright.
-            lo = lower_start(times[r], frees[r], pints[r], pnow[r], pdef[r], pbound[r], ppos[r, q], procs[q], est[s, q])
-            if lo < np.inf:
-                at = np.nextafter(lo + est[s, q], np.inf)
-        rounds += 1
-        code = place(
-            si[s, CAP],
-            pnow[r],
-            times[r],
-            frees[r],
-            pints[r],
-            ptz[r],
-            ff[r],
-            shape_p[r, : 2 * table],
-            shape_d[r, : 2 * table],
-            shape_start[r, : 2 * table],
-            pqueue[r, :n],
-            procs,
-            est[s],
-            pstart[r],
-            pstate[r],
-            ppos[r, q] + 1,
-            _NEVER,
-            _NEVER,
-            pdef[r],
-            pbound[r],
-            at,
-        )
-        if code != 0:
-            g[G_ERROR] = ERR_NO_END
-            return
-        if at == reach or pstate[r, q] != 3:
-            return
+    code = place(
+        si[s, CAP],
+        pnow[r],
+        times[r],
+        frees[r],
+        pints[r],
+        ptz[r],
+        ff[r],
+        shape_p[r, : 2 * table],
+        shape_d[r, : 2 * table],
+        shape_start[r, : 2 * table],
+        pqueue[r, :n],
+        procs,
+        est[s],
+        pstart[r],
+        pstate[r],
+        ppos[r, q] + 1,
+        _NEVER,
+        _NEVER,
+        pdef[r],
+        pbound[r],
+        reach,
+    )
+    if code != 0:
+        g[G_ERROR] = ERR_NO_END
 
 
 @njit(cache=True, nogil=True)

@@ -325,31 +325,6 @@ def _advance(
 
 
 @njit(cache=True, nogil=True)
-def lower_start(
-    times: np.ndarray,
-    free: np.ndarray,
-    ints: np.ndarray,
-    now: float,
-    deferred: np.ndarray,
-    bound: np.ndarray,
-    x: int,
-    p: int,
-    duration: float,
-) -> float:
-    """A lower bound of the start of the job at queue position ``x`` (``p`` processors,
-    ``duration``), not placed yet in a pass of :func:`place`: its first fit in the profile as it
-    is, searched from its bound if it is deferred (the profile only loses processors as the pass
-    goes on); ``inf`` if the profile runs out."""
-    after = now
-    for k in range(ints[3], ints[4]):
-        if deferred[k] == x:
-            after = bound[k]
-            break
-    n = ints[0]
-    return _walk(times, free, n, _bisect(times, n, after), after, p, duration, np.inf)[0]
-
-
-@njit(cache=True, nogil=True)
 def place(
     capacity: int,
     now: float,
