@@ -373,6 +373,16 @@ def _cost(task: Task) -> float:
     return (3.0 if s.local == "conservative" else 1.0) * s.k * task.load
 
 
+def _compile_here(data: dict[str, TraceData], schemes: Sequence[str], seed: int) -> None:
+    """Run each scheme once on a few jobs, so that the compiled kernels (numba: ~45 CPU s when
+    its cache is cold) are compiled or loaded once, here, and inherited by forked workers
+    instead of once per worker."""
+    first = next(iter(data.values()))
+    few = TraceData(first.name, first.jobs[:20], first.procs, first.table)
+    for scheme in schemes:
+        run_task(Task(first.name, 1.0, scheme), few, seed)
+
+
 def run_sweep(
     data: dict[str, TraceData],
     schemes: Sequence[str],
@@ -405,6 +415,8 @@ def run_sweep(
         import multiprocessing as mp
 
         ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
+        if ctx.get_start_method() == "fork" and tasks:
+            _compile_here(data, sorted({t.scheme for t in tasks}), seed)
         with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
             for row in pool.imap_unordered(_work, tasks):
                 rows.append(row)
