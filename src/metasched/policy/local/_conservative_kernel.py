@@ -416,8 +416,6 @@ def place(
                 ints[0] = n
                 return NO_END
             n = ints[0]
-            if limit > reach:
-                limit = reach
         if target < ints[1]:
             qt = queue[target]
             if state[qt] != 3:
