@@ -36,7 +36,7 @@ from numba import njit
 
 from metasched.model.job import Job
 from metasched.model.site import Site
-from metasched.policy.local._conservative_kernel import base_profile, place, shortest_behind
+from metasched.policy.local._conservative_kernel import base_profile, first_fit, place, shortest_behind
 from metasched.sim._multisite_codes import (
     DECIDE_COMPLETION,
     DECIDE_SLOWER,
@@ -597,6 +597,82 @@ def _place_to(
 
 
 @njit(cache=True, nogil=True)
+def _start_from_plan(
+    s: int,
+    o: int,
+    key: float,
+    order: int,
+    now: float,
+    si: np.ndarray,
+    g: np.ndarray,
+    prim: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    exp_end: np.ndarray,
+    run_list: np.ndarray,
+    pqueue: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> float:
+    """The start job ``o`` (efficacy key ``key`` there) would get in a conservative pass of site
+    ``s`` now with it queued, read from the site's latest plan; ``nan`` when that plan cannot
+    tell (then a projection pass is needed).
+
+    Exact. While the site is untouched since that plan (``FRESH``: no copy queued or removed, no
+    end, no kill; the plan's own starts run exactly the windows it gave them), and no running
+    job's expected end lies in ``(plan instant, now]``, every job the plan placed starts after
+    ``now`` and the profile from ``now`` on is the same, so a pass now would place the same jobs at
+    the same starts (by induction over the queue: the same earliest fits). The jobs ahead of
+    ``o`` in the queue with it are a prefix of the plan's queue (the order's keys do not change);
+    the plan is placed up to it (lazily, as any request would) and then holds exactly that prefix,
+    unless it already placed a job behind it (then ``nan``). ``o``'s start is its first fit there."""
+    if si[s, FRESH] == 0:
+        return np.nan
+    then = pnow[s]
+    for k in range(si[s, NRUN]):
+        e = exp_end[run_list[s, k]]
+        if then < e and e <= now:
+            return np.nan
+    n = si[s, PLAN_N]
+    queue = pqueue[s]
+    pos = n
+    if order == ORDER_EFFICACY:
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if prim[s, queue[mid]] <= key:
+                lo = mid + 1
+            else:
+                hi = mid
+        pos = lo
+    for x in range(pos, pints[s, 1]):
+        if pstate[s, queue[x]] == 0:
+            return np.nan  # a job behind o is in the profile
+    if pos > 0:
+        table = si[s, TABLE]
+        code = place(
+            si[s, CAP], then, times[s], frees[s], pints[s], ptz[s], ff[s], shape_p[s, : 2 * table],
+            shape_d[s, : 2 * table], shape_start[s, : 2 * table], queue[:n], procs, est[s], pstart[s], pstate[s],
+            pos, _NEVER, _NEVER, pdef[s], pbound[s], np.inf,
+        )  # fmt: skip
+        if code != 0:
+            g[G_ERROR] = ERR_NO_END
+            return np.nan
+    return first_fit(times[s], frees[s], pints[s, 0], now, procs[o], est[s, o])
+
+
+@njit(cache=True, nogil=True)
 def run_loop(
     submit: np.ndarray,
     procs: np.ndarray,
@@ -737,7 +813,19 @@ def run_loop(
             for e in range(ne):
                 s = elig[e]
                 views_s[e] = s
-                if want:
+                start = np.nan
+                if want and local == LOCAL_CONSERVATIVE:
+                    start = _start_from_plan(
+                        s, o, -(fastest / est[s, o]), order, now, si, g, prim, procs, est, exp_end, run_list,
+                        pqueue, pstate, pstart, times, frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start,
+                        pdef, pbound,
+                    )  # fmt: skip
+                if want and start == start:
+                    # the projection read from the site's plan: counted as the pass it stands for
+                    g[G_PLANS] += 1
+                    g[G_PIDS] += 1
+                    views_v[e] = start + est[s, o]
+                elif want:
                     # _projected_completion(s, copy): a pass with the copy queued last.
                     _plan(
                         S, s, o, -(fastest / est[s, o]), local, order, now, si, g, slot_job, slot_alive, prim,

@@ -325,6 +325,14 @@ def _advance(
 
 
 @njit(cache=True, nogil=True)
+def first_fit(times: np.ndarray, free: np.ndarray, n: int, after: float, p: int, duration: float) -> float:
+    """The earliest start at or after ``after`` with ``p`` processors free over
+    ``[start, start + duration)`` in the profile ``times[:n]``/``free[:n]`` (``inf``: it runs
+    out first)."""
+    return _walk(times, free, n, _bisect(times, n, after), after, p, duration, np.inf)[0]
+
+
+@njit(cache=True, nogil=True)
 def place(
     capacity: int,
     now: float,
