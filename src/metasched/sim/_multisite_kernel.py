@@ -613,6 +613,7 @@ def _start_from_plan(
     pqueue: np.ndarray,
     pstate: np.ndarray,
     pstart: np.ndarray,
+    ppos: np.ndarray,
     times: np.ndarray,
     frees: np.ndarray,
     pints: np.ndarray,
@@ -660,16 +661,14 @@ def _start_from_plan(
         if pstate[s, queue[x]] == 0:
             return np.nan  # a job behind o is in the profile
     if pos > 0:
-        table = si[s, TABLE]
-        code = place(
-            si[s, CAP], then, times[s], frees[s], pints[s], ptz[s], ff[s], shape_p[s, : 2 * table],
-            shape_d[s, : 2 * table], shape_start[s, : 2 * table], queue[:n], procs, est[s], pstart[s], pstate[s],
-            pos, _NEVER, _NEVER, pdef[s], pbound[s], np.inf,
+        _place_to(
+            s, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
+            ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
         )  # fmt: skip
-        if code != 0:
-            g[G_ERROR] = ERR_NO_END
+        if g[G_ERROR] != 0:
             return np.nan
-    return first_fit(times[s], frees[s], pints[s, 0], now, procs[o], est[s, o])
+    start = first_fit(times[s], frees[s], pints[s, 0], now, procs[o], est[s, o])
+    return start if start < np.inf else np.nan  # a profile that runs out: the pass reports it
 
 
 @njit(cache=True, nogil=True)
@@ -817,8 +816,8 @@ def run_loop(
                 if want and local == LOCAL_CONSERVATIVE:
                     start = _start_from_plan(
                         s, o, -(fastest / est[s, o]), order, now, si, g, prim, procs, est, exp_end, run_list,
-                        pqueue, pstate, pstart, times, frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start,
-                        pdef, pbound,
+                        pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
+                        shape_start, pdef, pbound,
                     )  # fmt: skip
                 if want and start == start:
                     # the projection read from the site's plan: counted as the pass it stands for
