@@ -637,7 +637,9 @@ def _start_from_plan(
     the same starts (by induction over the queue: the same earliest fits). The jobs ahead of
     ``o`` in the queue with it are a prefix of the plan's queue (the order's keys do not change);
     the plan is placed up to it (lazily, as any request would) and then holds exactly that prefix,
-    unless it already placed a job behind it (then ``nan``). ``o``'s start is its first fit there."""
+    unless it already placed a job behind it (then ``nan``). ``o``'s start is its first fit there.
+    (The driver refuses jobs that run longer than their estimates, so a running job never passes
+    its expected end unseen; the check on expected ends only guards that argument.)"""
     if si[s, FRESH] == 0:
         return np.nan
     then = pnow[s]
