@@ -326,19 +326,26 @@ def _sort_by_value(v: np.ndarray, sites: np.ndarray, n: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _eq_insert(eq: np.ndarray, eqn: np.ndarray, prim: np.ndarray, s: int, o: int) -> None:
-    """Insert job ``o``, the newest queued at ``s``, into the efficacy order ``eq[s]``: after
-    every entry of a key up to ``prim[s, o]`` (a binary search; entries no longer queued keep
-    their place and key)."""
-    key = prim[s, o]
-    m = eqn[s]
+def _after_key(prim: np.ndarray, s: int, jobs: np.ndarray, m: int, key: float) -> int:
+    """The position, in ``jobs[:m]`` sorted by their key ``prim[s, job]``, after every job of a key
+    up to ``key`` (a binary search): where a newer job of that key goes in the efficacy order."""
     lo, hi = 0, m
     while lo < hi:
         mid = (lo + hi) >> 1
-        if prim[s, eq[s, mid]] <= key:
+        if prim[s, jobs[mid]] <= key:
             lo = mid + 1
         else:
             hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _eq_insert(eq: np.ndarray, eqn: np.ndarray, prim: np.ndarray, s: int, o: int) -> None:
+    """Insert job ``o``, the newest queued at ``s``, into the efficacy order ``eq[s]``: after
+    every entry of a key up to ``prim[s, o]`` (entries no longer queued keep their place and
+    key)."""
+    m = eqn[s]
+    lo = _after_key(prim, s, eq[s], m, prim[s, o])
     for k in range(m, lo, -1):
         eq[s, k] = eq[s, k - 1]
     eq[s, lo] = o
@@ -649,16 +656,7 @@ def _start_from_plan(
             return np.nan
     n = si[s, PLAN_N]
     queue = pqueue[s]
-    pos = n
-    if order == ORDER_EFFICACY:
-        lo, hi = 0, n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if prim[s, queue[mid]] <= key:
-                lo = mid + 1
-            else:
-                hi = mid
-        pos = lo
+    pos = _after_key(prim, s, queue, n, key) if order == ORDER_EFFICACY else n
     for x in range(pos, pints[s, 1]):
         if pstate[s, queue[x]] == 0:
             return np.nan  # a job behind o is in the profile
@@ -814,10 +812,11 @@ def run_loop(
             for e in range(ne):
                 s = elig[e]
                 views_s[e] = s
+                key = -(fastest / est[s, o])  # the copy's efficacy key there, for a projection
                 start = np.nan
                 if want and local == LOCAL_CONSERVATIVE:
                     start = _start_from_plan(
-                        s, o, -(fastest / est[s, o]), order, now, si, g, prim, procs, est, exp_end, run_list,
+                        s, o, key, order, now, si, g, prim, procs, est, exp_end, run_list,
                         pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
                         shape_start, pdef, pbound,
                     )  # fmt: skip
@@ -829,7 +828,7 @@ def run_loop(
                 elif want:
                     # _projected_completion(s, copy): a pass with the copy queued last.
                     _plan(
-                        S, s, o, -(fastest / est[s, o]), local, order, now, si, g, slot_job, slot_alive, prim,
+                        S, s, o, key, local, order, now, si, g, slot_job, slot_alive, prim,
                         procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
                         pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                         eq, eqn, held,
