@@ -55,9 +55,7 @@ def main() -> None:
         w = read_swf(SHARED / "data" / "traces" / TRACES[name])
         data = exp.TraceData(name, transforms.first_n(w.jobs, args.jobs), w.max_procs, table)
         # Untimed warm-up: importing numba and loading (or compiling) the kernels' cache.
-        warm = exp.TraceData(name, transforms.first_n(w.jobs, 20), w.max_procs, table)
-        for scheme in {*schemes}:
-            exp.run_task(exp.Task(name, 1.0, scheme), warm, 1)
+        exp.warm_up({name: data}, sorted(set(schemes)), 1)
         for load in loads:
             for scheme in schemes:
                 c0, w0 = time.process_time(), time.perf_counter()

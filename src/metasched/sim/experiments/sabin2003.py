@@ -373,10 +373,10 @@ def _cost(task: Task) -> float:
     return (3.0 if s.local == "conservative" else 1.0) * s.k * task.load
 
 
-def _compile_here(data: dict[str, TraceData], schemes: Sequence[str], seed: int) -> None:
+def warm_up(data: dict[str, TraceData], schemes: Sequence[str], seed: int) -> None:
     """Run each scheme once on a few jobs, so that the compiled kernels (numba: ~45 CPU s when
-    its cache is cold) are compiled or loaded once, here, and inherited by forked workers
-    instead of once per worker."""
+    its cache is cold) are compiled or loaded here: once before a sweep's workers fork (they
+    inherit them), or before timing runs (``bench/bench_sabin.py``)."""
     first = next(iter(data.values()))
     few = TraceData(first.name, first.jobs[:20], first.procs, first.table)
     for scheme in schemes:
@@ -416,7 +416,7 @@ def run_sweep(
 
         ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
         if ctx.get_start_method() == "fork" and tasks:
-            _compile_here(data, sorted({t.scheme for t in tasks}), seed)
+            warm_up(data, sorted({t.scheme for t in tasks}), seed)
         with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
             for row in pool.imap_unordered(_work, tasks):
                 rows.append(row)
