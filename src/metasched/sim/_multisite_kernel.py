@@ -1074,23 +1074,33 @@ def run_compiled(
     k, selection, decide, local, order = scheme
     n = len(jobs)
     n_sites = len(sites)
-    perm = sorted(range(n), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
+    # job order (submit_time, job_id): a stable sort by id, then by submit time
+    all_submit = np.array([j.submit_time for j in jobs], dtype=np.float64)
+    ids = np.array([j.job_id for j in jobs], dtype=np.int64)
+    perm = np.lexsort((ids, all_submit)).tolist()
     ordered = [jobs[i] for i in perm]
-    submit = np.array([j.submit_time for j in ordered], dtype=np.float64)
+    submit = all_submit[perm]
     procs = np.array([j.requested_procs for j in ordered], dtype=np.int64)
+    run_time = np.array([j.run_time for j in ordered], dtype=np.float64)
+    req_time = np.array([j.requested_time for j in ordered], dtype=np.float64)
+    home = np.array([j.home_site for j in ordered], dtype=np.int64)
+    size = np.array([j.attrs.get(TRANSFER_ATTR, 0.0) for j in ordered], dtype=np.float64)
+    classes = [j.app_class for j in ordered]
+    kinds = sorted(set(classes))
+    index = {c: i for i, c in enumerate(kinds)}
+    kind_of = np.array([index[c] for c in classes], dtype=np.int64)
     est = np.empty((n_sites, n), dtype=np.float64)
     run = np.empty((n_sites, n), dtype=np.float64)
     best = np.full(n, np.inf)
+    # the driver's formula (``site_copy``), elementwise with the same float operations:
+    # ``time * factor + transfer`` (transfer 0.0 at home or with no home)
     for s, site in enumerate(sites):
-        for o, job in enumerate(ordered):
-            factor = site.time_factor(job.app_class)
-            transfer = job.attrs.get(TRANSFER_ATTR, 0.0) if (job.home_site >= 0 and job.home_site != s) else 0.0
-            run[s, o] = job.run_time * factor + transfer
-            est[s, o] = job.requested_time * factor + transfer
-            if job.requested_procs <= site.procs:
-                own = job.run_time * factor
-                if own < best[o]:
-                    best[o] = own
+        factor = np.array([site.time_factor(c) for c in kinds], dtype=np.float64)[kind_of]
+        transfer = np.where((home >= 0) & (home != s), size, 0.0)
+        own = run_time * factor
+        run[s] = own + transfer
+        est[s] = req_time * factor + transfer
+        best = np.where((procs <= site.procs) & (own < best), own, best)
     site_procs = np.array([site.procs for site in sites], dtype=np.int64)
     start_time = np.full(n, np.nan)
     end_time = np.full(n, np.nan)
@@ -1122,9 +1132,9 @@ def run_compiled(
 
     events = None
     if log:
-        ids = [j.job_id for j in ordered]
+        ordered_ids = [j.job_id for j in ordered]
         events = [
-            (float(t), EVENTS[kind], ids[o], int(s))
+            (float(t), EVENTS[kind], ordered_ids[o], int(s))
             for t, (kind, o, s) in zip(lgt[: g[G_NLOG]].tolist(), lg[: g[G_NLOG]].tolist(), strict=True)
         ]
     return MultiSiteResult(

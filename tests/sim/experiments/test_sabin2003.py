@@ -80,6 +80,20 @@ def test_build_workload_copies_shifts_and_draws() -> None:
     assert [j.app_class for j in other] != [j.app_class for j in w]
 
 
+def test_draw_workload_leaves_the_cached_copies_as_they_are() -> None:
+    # TraceData.copies() is computed once and shared by every task of a sweep
+    merged = exp.site_copies(base_jobs(), n_sites=4)
+
+    def fields(jobs: list[Job]) -> list[tuple[object, ...]]:
+        return [(j.job_id, j.submit_time, j.run_time, j.requested_time, j.app_class, dict(j.attrs)) for j in jobs]
+
+    before = fields(merged)
+    w = exp.draw_workload(merged, n_benchmarks=4, load=2.0, seed=3, transfer=True)
+    assert fields(merged) == before
+    assert [j.run_time for j in w] == [2.0 * j.run_time for j in merged]
+    assert all("transfer_s" in j.attrs for j in w)
+
+
 def test_every_figure_names_known_schemes() -> None:
     assert sorted(exp.FIGURES) == list(range(1, 15))
     for fig in exp.FIGURES.values():

@@ -29,7 +29,7 @@ import csv
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,34 @@ def read_table1(path: Path) -> Table1:
 # ------------------------------------------------------------------------------------------ workload
 
 
+def site_copies(
+    base: Sequence[Job], *, n_sites: int, shift_s: float = SHIFT_S, shifted: Iterable[int] = SHIFTED_COPIES
+) -> list[Job]:
+    """One copy of ``base`` per site (home site = its index, ``shifted`` copies moved by
+    ``shift_s``), merged and renumbered: the part of :func:`build_workload` that depends on
+    neither the load factor nor the seed (computed once per trace by :meth:`TraceData.copies`)."""
+    shifted = set(shifted)
+    start = transforms.rebase(base)
+    return transforms.merge(*(transforms.time_shift(start, shift_s) if k in shifted else start for k in range(n_sites)))
+
+
+def draw_workload(
+    merged: Sequence[Job], *, n_benchmarks: int, load: float, seed: int, transfer: bool = False
+) -> list[Job]:
+    """``merged`` (from :func:`site_copies`; not changed) with times multiplied by ``load``, each
+    job a random benchmark (``app_class``) and, with ``transfer``, a data-transfer time in
+    ``attrs["transfer_s"]``."""
+    out = transforms.load_factor(merged, load)  # new Job objects: ``merged`` is left as it is
+    rng = np.random.default_rng(seed)
+    classes = rng.integers(0, n_benchmarks, size=len(out))
+    sizes = rng.uniform(*SIZE_RANGE_BYTES, size=len(out))
+    for job, cls, size in zip(out, classes.tolist(), sizes.tolist(), strict=True):
+        job.app_class = cls
+        if transfer:
+            job.attrs[TRANSFER_ATTR] = size * 8.0 / TRANSFER_BPS
+    return out
+
+
 def build_workload(
     base: Sequence[Job],
     *,
@@ -132,20 +160,8 @@ def build_workload(
     """One copy of ``base`` per site (home site = its index, ``shifted`` copies moved by
     ``shift_s``), merged and renumbered, times multiplied by ``load``, each job a random benchmark
     (``app_class``) and, with ``transfer``, a data-transfer time in ``attrs["transfer_s"]``."""
-    shifted = set(shifted)
-    start = transforms.rebase(base)
-    copies = [transforms.time_shift(start, shift_s) if k in shifted else start for k in range(n_sites)]
-    merged = transforms.load_factor(transforms.merge(*copies), load)
-    rng = np.random.default_rng(seed)
-    classes = rng.integers(0, n_benchmarks, size=len(merged))
-    sizes = rng.uniform(*SIZE_RANGE_BYTES, size=len(merged))
-    out = []
-    for job, cls, size in zip(merged, classes, sizes, strict=True):
-        job.app_class = int(cls)
-        if transfer:
-            job.attrs[TRANSFER_ATTR] = float(size) * 8.0 / TRANSFER_BPS
-        out.append(job)
-    return out
+    merged = site_copies(base, n_sites=n_sites, shift_s=shift_s, shifted=shifted)
+    return draw_workload(merged, n_benchmarks=n_benchmarks, load=load, seed=seed, transfer=transfer)
 
 
 # ------------------------------------------------------------------------------------------- schemes
@@ -307,6 +323,14 @@ class TraceData:
     jobs: list[Job]
     procs: int
     table: Table1
+    _copies: list[list[Job]] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def copies(self) -> list[Job]:
+        """:func:`site_copies` of the jobs, one per site of Table 1; computed on the first call
+        and kept (every task of a sweep starts from it: ~0.3 s saved per task). Not to be changed."""
+        if not self._copies:
+            self._copies.append(site_copies(self.jobs, n_sites=len(self.table.machines)))
+        return self._copies[0]
 
 
 def run_task(
@@ -316,14 +340,8 @@ def run_task(
     pure Python (the reference path of :func:`simulate_multisite`; same rows); ``kernel=False``
     runs the Python driver instead of the compiled event loop (same rows)."""
     scheme = SCHEMES[task.scheme]
-    n_sites = len(data.table.machines)
-    jobs = build_workload(
-        data.jobs,
-        n_sites=n_sites,
-        n_benchmarks=len(data.table.benchmarks),
-        load=task.load,
-        seed=seed,
-        transfer=scheme.transfer,
+    jobs = draw_workload(
+        data.copies(), n_benchmarks=len(data.table.benchmarks), load=task.load, seed=seed, transfer=scheme.transfer
     )
     order = lookup(ORDER_REGISTRY, scheme.order, "queue order")()
     local = lookup(LOCAL_REGISTRY, scheme.local, "local scheduler")(order=order)
@@ -417,6 +435,8 @@ def run_sweep(
         ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
         if ctx.get_start_method() == "fork" and tasks:
             warm_up(data, sorted({t.scheme for t in tasks}), seed)
+            for d in data.values():
+                d.copies()  # computed once, inherited by the workers
         with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
             for row in pool.imap_unordered(_work, tasks):
                 rows.append(row)
