@@ -36,7 +36,15 @@ from numba import njit
 
 from metasched.model.job import Job
 from metasched.model.site import Site
-from metasched.policy.local._conservative_kernel import base_profile, first_fit, place, shortest_behind
+from metasched.policy.local._conservative_kernel import (
+    base_profile,
+    cut,
+    first_fit,
+    place,
+    reserve,
+    retime,
+    shortest_behind,
+)
 from metasched.sim._multisite_codes import (
     DECIDE_COMPLETION,
     DECIDE_SLOWER,
@@ -49,7 +57,11 @@ from metasched.sim.multisite import TRANSFER_ATTR, MultiSiteResult
 
 # per-site int state (columns of ``si``)
 FREE, RUN_PROCS, QCOUNT, NSLOTS, NRUN, PLAN_ID, FRESH, DIRTY, PLAN_N, PLAN_NSTARTS, TABLE, CAP = range(12)
-N_SI = 12
+ROW, SPARE, CURRENT, SWAP = range(12, 16)
+N_SI = 16
+# ``CURRENT``: which row holds a pass of the site's queue as it is now (see :func:`_insert_copy`);
+# ``SWAP``: that row (the spare) is the very pass a re-plan now would make (see :func:`_swap_in`)
+CUR_NONE, CUR_ROW, CUR_SPARE = range(3)
 # per-site float state (columns of ``sf``)
 QWORK, RWORK, BUSY = range(3)
 N_SF = 3
@@ -215,6 +227,7 @@ def _remove_copy(
         sf[s, QWORK] = 0.0
     held[s, o] = 0
     si[s, FRESH] = 0
+    si[s, CURRENT] = CUR_NONE
     si[s, DIRTY] = 1
     _log(lg, lgt, g, now, kind, o, s)
 
@@ -249,6 +262,7 @@ def _release(
     sf[s, BUSY] += p * (now - run_start[o])
     run_site[o] = -1
     si[s, FRESH] = 0
+    si[s, CURRENT] = CUR_NONE
     si[s, DIRTY] = 1
 
 
@@ -604,7 +618,90 @@ def _place_to(
 
 
 @njit(cache=True, nogil=True)
+def _retime_row(
+    r: int, s: int, now: float, si: np.ndarray, pnow: np.ndarray, times: np.ndarray, pints: np.ndarray,
+    ff: np.ndarray, pbound: np.ndarray,
+) -> bool:  # fmt: skip
+    """Site ``s``'s spare row ``r``, a pass of its queue made at an earlier instant, made a pass at
+    ``now`` (:func:`~metasched.policy.local._conservative_kernel.retime`); ``False`` when it
+    cannot be. The condition holds: the spare is kept only while no job queued there could start
+    (each copy put into it was refused if it could start now, and a scheduling pass that found a
+    job to start made a new plan), and nothing else changed at the site. Any job placed in the row
+    from then on gets its first fit from ``now`` (without this, a job placed later, behind a copy
+    put in since, could get a start before ``now``)."""
+    if pnow[r] >= now:
+        return True
+    if not retime(times[r], pints[r], ff[r, : si[s, CAP] + 1], pbound[r], now):
+        return False
+    pnow[r] = now
+    si[s, SWAP] = 0
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _cut_behind(
+    r: int,
+    s: int,
+    pos: int,
+    si: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    held: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pdef: np.ndarray,
+    cut_ok: bool,
+) -> int:
+    """Make plan row ``r`` (site ``s``) hold no window of a job queued at or behind position
+    ``pos``. 0: it held none; 1: it held reservations there and they were taken back
+    (:func:`~metasched.policy.local._conservative_kernel.cut`; only with ``cut_ok``, else
+    nothing is changed); -1: a job there is still to start at the row's instant (state 4, still
+    queued), which cannot be taken back (nothing changed). (A job the row started is running:
+    its window is the one a pass now has for it.)"""
+    found = 0
+    for x in range(pos, pints[r, 1]):
+        q = pqueue[r, x]
+        st = pstate[r, q]
+        if st == 4 and held[s, q]:
+            return -1
+        if st == 0 or st == 1:
+            found = 1
+    if found and cut_ok:
+        si[s, SWAP] = 0
+        # the jobs started from ``pos`` on leave the row's queue, as they left the site's: the pass
+        # resumed at ``pos`` must not place them again (their windows stay, as running jobs')
+        n = si[r, PLAN_N]
+        w = pos
+        for x in range(pos, n):
+            q = pqueue[r, x]
+            if x < pints[r, 1] and pstate[r, q] == 4:
+                pid[r, q] = -1
+                continue
+            pqueue[r, w] = q
+            ppos[r, q] = w
+            w += 1
+        pints[r, 1] -= n - w  # they were all placed, so ahead of the pass's cursor
+        si[r, PLAN_N] = w
+        table = si[r, TABLE]
+        cut(
+            times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table],
+            pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pos,
+        )  # fmt: skip
+    return found
+
+
+@njit(cache=True, nogil=True)
 def _start_from_plan(
+    r: int,
     s: int,
     o: int,
     key: float,
@@ -617,7 +714,9 @@ def _start_from_plan(
     est: np.ndarray,
     exp_end: np.ndarray,
     run_list: np.ndarray,
+    held: np.ndarray,
     pqueue: np.ndarray,
+    pid: np.ndarray,
     pstate: np.ndarray,
     pstart: np.ndarray,
     ppos: np.ndarray,
@@ -632,43 +731,255 @@ def _start_from_plan(
     shape_start: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
+    cut_ok: bool,
 ) -> float:
     """The start job ``o`` (efficacy key ``key`` there) would get in a conservative pass of site
-    ``s`` now with it queued, read from the site's latest plan; ``nan`` when that plan cannot
-    tell (then a projection pass is needed).
+    ``s`` now with it queued, read from plan row ``r``, a pass of the site's queue as it is (its
+    latest plan while ``FRESH``, or the row ``CURRENT`` names); ``nan`` when that row cannot tell
+    (then a projection pass is needed).
 
-    Exact. While the site is untouched since that plan (``FRESH``: no copy queued or removed, no
-    end, no kill; the plan's own starts run exactly the windows it gave them), and no running
-    job's expected end lies in ``(plan instant, now]``, every job the plan placed starts after
-    ``now`` and the profile from ``now`` on is the same, so a pass now would place the same jobs at
-    the same starts (by induction over the queue: the same earliest fits). The jobs ahead of
-    ``o`` in the queue with it are a prefix of the plan's queue (the order's keys do not change);
-    the plan is placed up to it (lazily, as any request would) and then holds exactly that prefix,
-    unless it already placed a job behind it (then ``nan``). ``o``'s start is its first fit there.
-    (The driver refuses jobs that run longer than their estimates, so a running job never passes
-    its expected end unseen; the check on expected ends only guards that argument.)"""
-    if si[s, FRESH] == 0:
-        return np.nan
-    then = pnow[s]
+    Exact. While the queue and the running jobs are those of the row's pass (no end, no kill, no
+    copy removed; a copy queued since is in the row, :func:`_insert_copy`; the row's own starts run
+    exactly the windows it gave them), and no running job's expected end lies in ``(row's instant,
+    now]``, every job the row placed starts after ``now`` and the profile from ``now`` on is the
+    same, so a pass now would place the same jobs at the same starts (by induction over the queue:
+    the same earliest fits). The jobs ahead of ``o`` in the queue with it are a prefix of the row's
+    queue (the order's keys do not change); the row is placed up to it (lazily, as any request
+    would) and then holds exactly that prefix once the windows of jobs behind it are taken back
+    (:func:`_cut_behind`: only with ``cut_ok``, else ``-inf`` tells that a cut is needed; ``nan``
+    when it cannot be done). ``o``'s start is its first fit there. (The driver
+    refuses jobs that run longer than their estimates, so a running job never passes its expected
+    end unseen; the check on expected ends only guards that argument.)"""
+    then = pnow[r]
     for k in range(si[s, NRUN]):
         e = exp_end[run_list[s, k]]
         if then < e and e <= now:
             return np.nan
-    n = si[s, PLAN_N]
-    queue = pqueue[s]
+    if cut_ok and not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
+        return np.nan
+    n = si[r, PLAN_N]
+    queue = pqueue[r]
     pos = _after_key(prim, s, queue, n, key) if order == ORDER_EFFICACY else n
-    for x in range(pos, pints[s, 1]):
-        if pstate[s, queue[x]] == 0:
-            return np.nan  # a job behind o is in the profile
     if pos > 0:
         _place_to(
-            s, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
+            r, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
             ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
         )  # fmt: skip
         if g[G_ERROR] != 0:
             return np.nan
-    start = first_fit(times[s], frees[s], pints[s, 0], now, procs[o], est[s, o])
+    behind = _cut_behind(
+        r,
+        s,
+        pos,
+        si,
+        procs,
+        est,
+        held,
+        pqueue,
+        pid,
+        pstate,
+        pstart,
+        ppos,
+        times,
+        frees,
+        pints,
+        ptz,
+        ff,
+        shape_p,
+        pdef,
+        cut_ok,
+    )
+    if behind < 0:
+        return np.nan
+    if behind > 0 and not cut_ok:
+        return -np.inf
+    start = first_fit(times[r], frees[r], pints[r, 0], now, procs[o], est[s, o])
     return start if start < np.inf else np.nan  # a profile that runs out: the pass reports it
+
+
+@njit(cache=True, nogil=True)
+def _copy_row(
+    a: int,
+    b: int,
+    cap: int,
+    si: np.ndarray,
+    g: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> None:
+    """Plan row ``b`` := plan row ``a`` (the parts in use; ``cap``: the site's processors), under a
+    new plan id (so no stale entry of row ``b`` is taken for one of its jobs). (The copy of a site's
+    plan is never that site's next plan: the caller clears ``SWAP``.)"""
+    g[G_PIDS] += 1
+    plan_id = g[G_PIDS]
+    n = si[a, PLAN_N]
+    ns = si[a, PLAN_NSTARTS]
+    table = si[a, TABLE]
+    si[b, PLAN_ID] = plan_id
+    si[b, PLAN_N] = n
+    si[b, PLAN_NSTARTS] = ns
+    si[b, TABLE] = table
+    for x in range(n):
+        q = pqueue[a, x]
+        pqueue[b, x] = q
+        pid[b, q] = plan_id
+        pstate[b, q] = pstate[a, q]
+        pstart[b, q] = pstart[a, q]
+        ppos[b, q] = x
+    pstarts[b, :ns] = pstarts[a, :ns]
+    steps = pints[a, 0]
+    times[b, :steps] = times[a, :steps]
+    frees[b, :steps] = frees[a, :steps]
+    pints[b] = pints[a]
+    ptz[b, 0] = ptz[a, 0]
+    pnow[b] = pnow[a]
+    ff[b, : cap + 1] = ff[a, : cap + 1]
+    shape_p[b, : 2 * table] = shape_p[a, : 2 * table]
+    shape_d[b, : 2 * table] = shape_d[a, : 2 * table]
+    shape_start[b, : 2 * table] = shape_start[a, : 2 * table]
+    tail = pints[a, 4]
+    pdef[b, :tail] = pdef[a, :tail]
+    pbound[b, :tail] = pbound[a, :tail]
+
+
+@njit(cache=True, nogil=True)
+def _insert_copy(
+    r: int,
+    s: int,
+    o: int,
+    now: float,
+    order: int,
+    si: np.ndarray,
+    g: np.ndarray,
+    prim: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    held: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> bool:
+    """Make plan row ``r``, a pass of site ``s``'s queue as it was (see :func:`_start_from_plan`),
+    a pass of the queue with job ``o`` just queued there (key ``prim[s, o]``), without a new pass;
+    ``False`` (row left unusable) when that cannot be done exactly.
+
+    Exact, under the conditions of :func:`_start_from_plan`: the row is placed up to the job ahead
+    of ``o`` and the windows of jobs behind it are taken back (:func:`_cut_behind`); ``o`` is placed
+    at its first fit from ``now`` (the start a pass now gives it) and the jobs behind it move back
+    one position. Their placement is left lazy: a job behind ``o`` not placed yet was either never
+    looked at or deferred with a bound, a first fit in a profile holding only windows of the jobs
+    ahead of ``o`` and of running jobs, all of which a pass with ``o`` also holds for it (with
+    ``o``'s window besides): it is still a lower bound of the job's start, and so are the pass's
+    other search bounds (first instants with ``p`` free, starts of earlier jobs of the same shape)
+    since the profile only loses processors. A job that could not start at the row's instant
+    cannot start then with ``o`` ahead of it either. ``o`` starts at the row's instant (state 4,
+    appended to its starts, which are then still in queue order since none is behind it) only if
+    the row is a pass at ``now`` and ``o`` fits now."""
+    if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
+        return False
+    n = si[r, PLAN_N]
+    queue = pqueue[r]
+    pos = _after_key(prim, s, queue, n, prim[s, o]) if order == ORDER_EFFICACY else n
+    if pos > 0:
+        _place_to(
+            r, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
+            ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
+        )  # fmt: skip
+        if g[G_ERROR] != 0:
+            return False
+    behind = _cut_behind(
+        r,
+        s,
+        pos,
+        si,
+        procs,
+        est,
+        held,
+        pqueue,
+        pid,
+        pstate,
+        pstart,
+        ppos,
+        times,
+        frees,
+        pints,
+        ptz,
+        ff,
+        shape_p,
+        pdef,
+        True,
+    )
+    if behind < 0:
+        return False
+    n = si[r, PLAN_N]  # the cut takes the jobs started behind ``o`` out of the row's queue
+    p = procs[o]
+    start = reserve(times[r], frees[r], pints[r], ptz[r], now, p, est[s, o])
+    if start == np.inf or (start <= now and (pnow[r] != now or p > pints[r, 2])):
+        return False  # (to start now, seen from an older instant: the driver re-plans here anyway)
+    for x in range(n, pos, -1):
+        q = queue[x - 1]
+        queue[x] = q
+        ppos[r, q] = x
+    queue[pos] = o
+    ppos[r, o] = pos
+    pid[r, o] = si[r, PLAN_ID]
+    si[r, PLAN_N] = n + 1
+    for k in range(pints[r, 3], pints[r, 4]):
+        if pdef[r, k] >= pos:
+            pdef[r, k] += 1
+    pints[r, 1] += 1
+    pstart[r, o] = start
+    if start <= now:
+        pstate[r, o] = 4
+        pstarts[r, si[r, PLAN_NSTARTS]] = o
+        si[r, PLAN_NSTARTS] += 1
+        pints[r, 2] -= p
+    else:
+        pstate[r, o] = 0
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray) -> bool:
+    """When site ``s``'s spare row holds a pass of its queue as it is at ``now`` (``CURRENT``),
+    that row becomes its plan, counted as the pass it stands for (the driver re-plans here); the
+    old plan's row becomes the spare. ``False``: nothing done, a pass is needed."""
+    if si[s, CURRENT] != CUR_SPARE or not si[s, SWAP] or pnow[si[s, SPARE]] != now:
+        return False
+    r = si[s, SPARE]
+    si[s, SPARE] = si[s, ROW]
+    si[s, ROW] = r
+    g[G_PLANS] += 1
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -708,10 +1019,12 @@ def run_loop(
     for s in range(S):
         if site_procs[s] > max_cap:
             max_cap = site_procs[s]
-    si = np.zeros((S + 1, N_SI), dtype=np.int64)
+    si = np.zeros((2 * S, N_SI), dtype=np.int64)
     for s in range(S):
         si[s, CAP] = site_procs[s]
         si[s, FREE] = site_procs[s]
+        si[s, ROW] = s
+        si[s, SPARE] = S + s
     held = np.zeros((S, n), dtype=np.int8)
     prim = np.zeros((S, n), dtype=np.float64)
     slot_job = np.zeros((S, n + 1), dtype=np.int64)
@@ -724,32 +1037,32 @@ def run_loop(
     run_start = np.zeros(n, dtype=np.float64)
     run_token = np.zeros(n, dtype=np.int64)
     exp_end = np.zeros(n, dtype=np.float64)
-    pqueue = np.zeros((S + 1, n + 1), dtype=np.int64)
-    pstarts = np.zeros((S + 1, n + 1), dtype=np.int64)
-    pid = np.full((S + 1, n), -1, dtype=np.int64)
-    pstate = np.full((S + 1, n), 2, dtype=np.int8)
-    pstart = np.zeros((S + 1, n), dtype=np.float64)
-    ppos = np.zeros((S + 1, n), dtype=np.int64)
+    pqueue = np.zeros((2 * S, n + 1), dtype=np.int64)
+    pstarts = np.zeros((2 * S, n + 1), dtype=np.int64)
+    pid = np.full((2 * S, n), -1, dtype=np.int64)
+    pstate = np.full((2 * S, n), 2, dtype=np.int8)
+    pstart = np.zeros((2 * S, n), dtype=np.float64)
+    ppos = np.zeros((2 * S, n), dtype=np.int64)
     steps_cap = 3 * n + 4
-    times = np.zeros((S + 1, steps_cap), dtype=np.float64)
-    frees = np.zeros((S + 1, steps_cap), dtype=np.int64)
-    pints = np.zeros((S + 1, 5), dtype=np.int64)
-    ptz = np.zeros((S + 1, 1), dtype=np.float64)
-    pnow = np.zeros(S + 1, dtype=np.float64)
-    ff = np.zeros((S + 1, max_cap + 1), dtype=np.float64)
+    times = np.zeros((2 * S, steps_cap), dtype=np.float64)
+    frees = np.zeros((2 * S, steps_cap), dtype=np.int64)
+    pints = np.zeros((2 * S, 5), dtype=np.int64)
+    ptz = np.zeros((2 * S, 1), dtype=np.float64)
+    pnow = np.zeros(2 * S, dtype=np.float64)
+    ff = np.zeros((2 * S, max_cap + 1), dtype=np.float64)
     bits = 0
     v = 2 * (n + 1) + 1
     while v > 0:
         bits += 1
         v >>= 1
     tmax = 1 << max(4, bits)
-    shape_p = np.full((S + 1, 2 * tmax), -1, dtype=np.int64)
-    shape_d = np.zeros((S + 1, 2 * tmax), dtype=np.float64)
-    shape_start = np.zeros((S + 1, 2 * tmax), dtype=np.float64)
-    pdef = np.zeros((S + 1, n + 1), dtype=np.int64)
+    shape_p = np.full((2 * S, 2 * tmax), -1, dtype=np.int64)
+    shape_d = np.zeros((2 * S, 2 * tmax), dtype=np.float64)
+    shape_start = np.zeros((2 * S, 2 * tmax), dtype=np.float64)
+    pdef = np.zeros((2 * S, n + 1), dtype=np.int64)
     eq = np.zeros((S, n), dtype=np.int64)
     eqn = np.zeros(S, dtype=np.int64)
-    pbound = np.zeros((S + 1, n + 1), dtype=np.float64)
+    pbound = np.zeros((2 * S, n + 1), dtype=np.float64)
     scratch_f = np.zeros(n + 1, dtype=np.float64)
     scratch_i = np.zeros(n + 1, dtype=np.int64)
     ht = np.zeros(n * S + 1, dtype=np.float64)
@@ -763,6 +1076,9 @@ def run_loop(
     off_est = np.zeros(S, dtype=np.float64)
     off_start = np.zeros(S, dtype=np.float64)
     off_run = np.zeros(S, dtype=np.int8)
+    projected = np.zeros(S, dtype=np.int8)
+    # a pass of each site's queue as it is now is kept only where projections read it
+    track = local == LOCAL_CONSERVATIVE and selection == SELECT_COMPLETION and k_sites < S
 
     nxt = 0
     while nxt < n or g[G_HEAP] > 0:
@@ -809,26 +1125,48 @@ def run_loop(
                 for a in range(ne):
                     views_v[a] = est[elig[a], o]
                 _sort_by_value(views_v, elig, ne)
+            projected[:] = 0
             for e in range(ne):
                 s = elig[e]
                 views_s[e] = s
                 key = -(fastest / est[s, o])  # the copy's efficacy key there, for a projection
+                projected[s] = 0
                 start = np.nan
-                if want and local == LOCAL_CONSERVATIVE:
+                if want and local == LOCAL_CONSERVATIVE and si[s, CURRENT] != CUR_NONE:
+                    spare = si[s, CURRENT] == CUR_SPARE
+                    r = si[s, SPARE] if spare else si[s, ROW]
                     start = _start_from_plan(
-                        s, o, key, order, now, si, g, prim, procs, est, exp_end, run_list,
-                        pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
-                        shape_start, pdef, pbound,
+                        r, s, o, key, order, now, si, g, prim, procs, est,
+                        exp_end, run_list, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff,
+                        shape_p, shape_d, shape_start, pdef, pbound, spare,
                     )  # fmt: skip
+                    if start == -np.inf:
+                        # the site's plan holds jobs behind the copy: a copy of it is cut back instead
+                        _copy_row(
+                            si[s, ROW], si[s, SPARE], si[s, CAP], si, g, pqueue, pstarts, pid, pstate, pstart, ppos,
+                            times, frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                        )  # fmt: skip
+                        si[s, CURRENT] = CUR_SPARE
+                        si[s, SWAP] = 0
+                        start = _start_from_plan(
+                            si[s, SPARE], s, o, key, order, now, si, g, prim, procs, est, exp_end, run_list, held,
+                            pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
+                            shape_start, pdef, pbound, True,
+                        )  # fmt: skip
                 if want and start == start:
                     # the projection read from the site's plan: counted as the pass it stands for
                     g[G_PLANS] += 1
                     g[G_PIDS] += 1
                     views_v[e] = start + est[s, o]
                 elif want:
-                    # _projected_completion(s, copy): a pass with the copy queued last.
+                    # _projected_completion(s, copy): a pass with the copy queued last, in the site's
+                    # spare row (kept as its current pass if the copy is queued there, below)
+                    if si[s, CURRENT] == CUR_SPARE:
+                        si[s, CURRENT] = CUR_NONE
+                    r = si[s, SPARE]
+                    projected[s] = 1
                     _plan(
-                        S, s, o, key, local, order, now, si, g, slot_job, slot_alive, prim,
+                        r, s, o, key, local, order, now, si, g, slot_job, slot_alive, prim,
                         procs, est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
                         pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                         eq, eqn, held,
@@ -845,17 +1183,17 @@ def run_loop(
                         kth_v = best_v[k_sites - 1]
                         kth_s = best_s[k_sites - 1]
                         reach = kth_v if s > kth_s else np.nextafter(kth_v, np.inf)
-                    st = pstate[S, o]
+                    st = pstate[r, o]
                     if st == 3:
                         _place_to(
-                            S, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
+                            r, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
                             pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, reach,
                         )  # fmt: skip
-                        st = pstate[S, o]
+                        st = pstate[r, o]
                     if st == 4:
                         start = now
                     elif st == 0:
-                        start = pstart[S, o]
+                        start = pstart[r, o]
                     elif st == 3 and reach < np.inf:
                         start = np.inf
                     else:
@@ -896,6 +1234,28 @@ def run_loop(
                 si[s, FRESH] = 0
                 si[s, DIRTY] = 1
                 _log(lg, lgt, g, now, EV_SUBMIT, o, s)
+                # the site's current pass, for the next projections: the projection's own pass if
+                # it had the copy where it now is and placed it, or the copy put into the one kept
+                cur = si[s, CURRENT]
+                si[s, CURRENT] = CUR_NONE
+                r = si[s, SPARE]
+                if not track:
+                    continue
+                if projected[s] and prim[s, o] == -(fastest / est[s, o]) and (pstate[r, o] == 0 or pstate[r, o] == 4):
+                    si[s, CURRENT] = CUR_SPARE
+                    si[s, SWAP] = 1
+                elif cur != CUR_NONE:
+                    if cur == CUR_ROW:
+                        si[s, SWAP] = 0
+                        _copy_row(
+                            si[s, ROW], r, si[s, CAP], si, g, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
+                            pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                        )  # fmt: skip
+                    if _insert_copy(
+                        r, s, o, now, order, si, g, prim, procs, est, held, pqueue, pstarts, pid, pstate, pstart, ppos,
+                        times, frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                    ):  # fmt: skip
+                        si[s, CURRENT] = CUR_SPARE
             n_copies[o] = nc
         # -- scheduling passes --
         while True:
@@ -911,15 +1271,18 @@ def run_loop(
             if si[s, QCOUNT] == 0 or _min_width(wc, s, si[s, CAP]) > si[s, FREE]:
                 continue
             if not si[s, FRESH]:
-                _plan(
-                    s, s, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est, exp_end,
-                    run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p,
-                    shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
-                )  # fmt: skip
+                if not _swap_in(s, now, si, g, pnow):
+                    _plan(
+                        si[s, ROW], s, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                        exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
+                        ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
+                    )  # fmt: skip
                 si[s, FRESH] = 1
+                si[s, CURRENT] = CUR_ROW
+            rs = si[s, ROW]
             denied = False
-            for x in range(si[s, PLAN_NSTARTS]):
-                o = pstarts[s, x]
+            for x in range(si[rs, PLAN_NSTARTS]):
+                o = pstarts[rs, x]
                 if not held[s, o]:
                     continue
                 p = procs[o]
@@ -936,31 +1299,35 @@ def run_loop(
                     # 0): a job behind the early stop cannot start at the plan's instant; the
                     # re-plan below is decided as if it had been.
                     wanted = decide != DECIDE_START and est[t, o] < est[s, o]
-                    in_plan = pid[t, o] == si[t, PLAN_ID]
-                    if in_plan and pstate[t, o] == 3 and wanted:
+                    rt = si[t, ROW]
+                    in_plan = pid[rt, o] == si[rt, PLAN_ID]
+                    if in_plan and pstate[rt, o] == 3 and wanted:
                         _place_to(
-                            t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
+                            rt, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
                             ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
                         )  # fmt: skip
-                    st = pstate[t, o]
+                    st = pstate[rt, o]
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
-                        _plan(
-                            t, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
-                            exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn,
-                            held,
-                        )  # fmt: skip
+                        if not _swap_in(t, now, si, g, pnow):
+                            _plan(
+                                rt, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                                exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
+                                ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq,
+                                eqn, held,
+                            )  # fmt: skip
                         si[t, FRESH] = 1
-                    in_plan = pid[t, o] == si[t, PLAN_ID]
-                    if in_plan and pstate[t, o] == 3 and wanted:
+                        si[t, CURRENT] = CUR_ROW
+                        rt = si[t, ROW]
+                    in_plan = pid[rt, o] == si[rt, PLAN_ID]
+                    if in_plan and pstate[rt, o] == 3 and wanted:
                         _place_to(
-                            t, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
+                            rt, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
                             ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
                         )  # fmt: skip
-                    if in_plan and pstate[t, o] == 4:
+                    if in_plan and pstate[rt, o] == 4:
                         at = now
-                    elif in_plan and pstate[t, o] == 0:
-                        at = pstart[t, o]
+                    elif in_plan and pstate[rt, o] == 0:
+                        at = pstart[rt, o]
                         if not at > now:
                             at = now
                     else:

@@ -4,6 +4,7 @@ and the :class:`QueueColumns` bookkeeping a driver relies on."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from metasched.model.job import Job
 from metasched.policy.base import QueueColumns, RunningJob, SiteView
 from metasched.policy.local import ConservativeBackfill
+from metasched.policy.local._conservative_kernel import base_profile, cut, place, shortest_behind
 from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 from metasched.policy.priority.fcfs import Fcfs
 
@@ -227,3 +229,175 @@ def test_efficacy_columns_sort_like_the_rank() -> None:
     view = SiteView(total_procs=1, free_procs=1, running=[], queue=queue)
     assert [cols.jobs[k] for k in cols.live_slots().tolist()] == order.order(view, 0.0)
     assert cols.ordered
+
+
+# ---- cut: taking a pass back behind a position (the multi-site loop's kept passes)
+
+
+def _new_pass(
+    cap: int,
+    now: float,
+    free_now: int,
+    rel_end: list[float],
+    rel_procs: list[int],
+    queue: list[int],
+    procs: np.ndarray,
+    dur: np.ndarray,
+) -> dict[str, Any]:
+    """A pass's arrays (as the multi-site loop's ``_plan`` sets them up), nothing placed."""
+    n = len(queue)
+    P: dict[str, Any] = {}
+    P["times"] = np.zeros(3 * len(procs) + len(rel_end) + 8)
+    P["free"] = np.zeros(3 * len(procs) + len(rel_end) + 8, dtype=np.int64)
+    P["tz"] = np.zeros(1)
+    steps = base_profile(
+        now,
+        free_now,
+        np.array(rel_end, dtype=np.float64),
+        np.array(rel_procs, dtype=np.int64),
+        P["times"],
+        P["free"],
+        P["tz"],
+    )
+    P["ints"] = np.array([steps, 0, free_now, 0, 0], dtype=np.int64)
+    P["ff"] = np.full(cap + 1, -np.inf)
+    table = 1 << max(4, (2 * n + 1).bit_length())
+    P["sp"] = np.full(2 * table, -1, dtype=np.int64)
+    P["sd"] = np.zeros(2 * table)
+    P["ss"] = np.zeros(2 * table)
+    P["queue"] = np.array(queue, dtype=np.int64)
+    P["starts"] = np.zeros(len(procs))
+    P["state"] = np.full(len(procs), 3, dtype=np.int8)
+    P["def"] = np.zeros(n + 1, dtype=np.int64)
+    P["bound"] = np.zeros(n + 1)
+    P["cap"] = cap
+    P["now"] = now
+    return P
+
+
+def _run(P: dict[str, Any], procs: np.ndarray, dur: np.ndarray, until: int, early: bool, reach: float = np.inf) -> None:
+    """:func:`place` up to ``until`` (with the early stop when ``early``)."""
+    q = P["queue"]
+    n = len(q)
+    if early:
+        sh = np.empty(n + 1)
+        lo = np.empty(n + 1)
+        shortest_behind(q, procs, dur, P["ints"][2], sh, lo)
+    else:
+        sh = np.empty(0)
+        lo = np.empty(0)
+    code = place(
+        P["cap"],
+        P["now"],
+        P["times"],
+        P["free"],
+        P["ints"],
+        P["tz"],
+        P["ff"],
+        P["sp"],
+        P["sd"],
+        P["ss"],
+        q,
+        procs,
+        dur,
+        P["starts"],
+        P["state"],
+        until,
+        sh,
+        lo,
+        P["def"],
+        P["bound"],
+        reach,
+    )
+    assert code == 0
+
+
+@st.composite
+def cut_cases(draw: st.DrawFn) -> tuple:
+    cap = draw(st.integers(1, 12))
+    now = 100.0
+    rel_end, rel_procs = [], []
+    used = 0
+    for _ in range(draw(st.integers(0, 4))):
+        p = draw(st.integers(1, cap))
+        if used + p > cap:
+            break
+        used += p
+        rel_end.append(now + draw(st.integers(1, 50)))
+        rel_procs.append(p)
+    shapes = draw(
+        st.lists(st.tuples(st.integers(1, cap), st.sampled_from([1.0, 2.5, 5.0, 10.0, 40.0])), min_size=1, max_size=5)
+    )
+    n = draw(st.integers(1, 30))
+    jobs = [draw(st.sampled_from(shapes)) for _ in range(n)]
+    rounds = []
+    for _ in range(draw(st.integers(1, 4))):
+        asks = draw(
+            st.lists(
+                st.tuples(st.integers(0, n - 1), st.sampled_from([np.inf, 110.0, 130.0, 160.0, 250.0])), max_size=4
+            )
+        )
+        rounds.append((asks, draw(st.integers(0, n - 1))))
+    return cap, now, used, rel_end, rel_procs, jobs, rounds
+
+
+@given(cut_cases())
+@settings(max_examples=400, deadline=None)
+def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
+    """``cut`` then placing again (rounds of lazy requests, cuts, jobs started at the pass's
+    instant taken out of the queue as a driver does): every start and the profile equal a fresh
+    pass's (with the started jobs running). (It caught a cut that lost a window's bounds merged
+    away by an earlier cut.)"""
+    cap, now, used, rel_end, rel_procs, jobs, rounds = case
+    n = len(jobs)
+    procs = np.array([p for p, d in jobs], dtype=np.int64)
+    dur = np.array([d for p, d in jobs])
+    P = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
+    _run(P, procs, dur, n, True)
+    started = [int(x) for x in P["queue"] if P["state"][x] == 1]
+    for asks, pos in rounds:
+        m = len(P["queue"])
+        for x, reach in asks:
+            if x < m:
+                _run(P, procs, dur, x + 1, False, reach)
+        q = P["queue"]
+        if pos >= P["ints"][1] or pos >= m:
+            continue
+        keep = [int(x) for i, x in enumerate(q) if not (i >= pos and i < P["ints"][1] and P["state"][x] == 1)]
+        P["ints"][1] -= len(q) - len(keep)
+        P["queue"] = np.array(keep, dtype=np.int64)
+        cut(
+            P["times"],
+            P["free"],
+            P["ints"],
+            P["tz"],
+            P["ff"],
+            P["sp"],
+            P["queue"],
+            procs,
+            dur,
+            P["starts"],
+            P["state"],
+            P["def"],
+            pos,
+        )
+        assert all(P["times"][k] < P["times"][k + 1] for k in range(P["ints"][0] - 1))
+        _run(P, procs, dur, len(keep), False)
+        R = _new_pass(
+            cap,
+            now,
+            cap - used - sum(int(procs[x]) for x in started),
+            rel_end + [now + dur[x] for x in started],
+            rel_procs + [int(procs[x]) for x in started],
+            [x for x in keep if x not in started],
+            procs,
+            dur,
+        )
+        _run(R, procs, dur, len(R["queue"]), False)
+        for x in R["queue"]:
+            assert P["starts"][x] == R["starts"][x], (x, P["starts"][x], R["starts"][x], pos)
+        # and the profiles agree as functions
+        for t in sorted(set(P["times"][: P["ints"][0]]) | set(R["times"][: R["ints"][0]])):
+            a = P["free"][np.searchsorted(P["times"][: P["ints"][0]], t, "right") - 1]
+            b = R["free"][np.searchsorted(R["times"][: R["ints"][0]], t, "right") - 1]
+            assert a == b, (t, a, b)

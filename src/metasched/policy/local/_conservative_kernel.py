@@ -333,6 +333,133 @@ def first_fit(times: np.ndarray, free: np.ndarray, n: int, after: float, p: int,
 
 
 @njit(cache=True, nogil=True)
+def reserve(
+    times: np.ndarray, free: np.ndarray, ints: np.ndarray, t_zero: np.ndarray, after: float, p: int, duration: float
+) -> float:
+    """Place one more job (``p`` processors for ``duration``) at its earliest fit at or after
+    ``after`` in the profile ``times[:ints[0]]``/``free[:ints[0]]`` (as :func:`place` places a job:
+    nothing is taken for a job of no width or length), updating ``ints[0]`` and ``t_zero[0]``;
+    its start (``inf``: the profile runs out first; nothing is changed then)."""
+    n = ints[0]
+    start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, np.inf)
+    if i >= n:
+        return np.inf
+    if duration > 0 and p != 0:
+        ints[0], t_zero[0] = _put(times, free, n, i, j, start, start + duration, p, t_zero[0])
+    return start
+
+
+@njit(cache=True, nogil=True)
+def retime(times: np.ndarray, ints: np.ndarray, first_free: np.ndarray, bound: np.ndarray, now: float) -> bool:
+    """Make a pass made at ``times[0]`` (see :func:`place`, on demand: no early stop) a pass made
+    at the later instant ``now``: its profile starts at ``now`` and every search bound below
+    ``now`` is raised to it. ``False`` (nothing changed) when the profile has a breakpoint in
+    ``(times[0], now]``.
+
+    Exact when no job of the queue can start in ``[times[0], now]`` (the caller's condition):
+    with no breakpoint there the profile is constant over ``[times[0], now]``, so a window that
+    fits from an instant of it also fits from ``times[0]``; a placed job's start is not in that
+    interval (no breakpoint) nor before it, so it is after ``now`` and is also its first fit at
+    or after ``now``; jobs placed from here on get their first fit at or after ``now``, as in a
+    pass made at ``now``."""
+    n = ints[0]
+    if now <= times[0]:
+        return True
+    if n > 1 and times[1] <= now:
+        return False
+    times[0] = now
+    for p in range(first_free.shape[0]):
+        if first_free[p] != -np.inf and first_free[p] < now:
+            first_free[p] = now
+    for k in range(ints[3], ints[4]):
+        if bound[k] < now:
+            bound[k] = now
+    return True
+
+
+@njit(cache=True, nogil=True)
+def cut(
+    times: np.ndarray,
+    free: np.ndarray,
+    ints: np.ndarray,
+    t_zero: np.ndarray,
+    first_free: np.ndarray,
+    shape_p: np.ndarray,
+    queue: np.ndarray,
+    procs: np.ndarray,
+    durations: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    deferred: np.ndarray,
+    pos: int,
+) -> None:
+    """Take back a pass (see :func:`place`, on demand: no early stop) to the jobs ahead of queue
+    position ``pos``: every job from ``pos`` on that this pass placed (state 0 or 1) gives its
+    processors back and is not placed any more (state 3), deferred ones from ``pos`` on leave the
+    deferred list, and the pass resumes at ``pos``. Jobs in any other state keep their windows:
+    the caller's mark for jobs it started (their windows are those of running jobs; it takes
+    them out of the queue).
+
+    Exact: the profile then holds the windows of the placed jobs ahead of ``pos`` and of the
+    running jobs only; the placed jobs ahead kept their starts (a job's start never depends on
+    jobs behind it, and a deferred job placed after jobs behind it never saw them, see
+    :func:`place`), and the deferred ones ahead keep their bounds (a bound is a fit at or after
+    the horizon of its time, and the windows taken back ended before it). The search bounds
+    that assume the profile only loses processors (``first_free``, both shape tables) are
+    cleared. Steps with as many processors free as the one before are merged into it (a step
+    boundary with the same processors free on both sides changes no earliest fit: a fit from
+    the later step fails where one from the earlier fails), so the profile never has more steps
+    than a fresh pass's."""
+    n = ints[0]
+    for x in range(pos, ints[1]):
+        q = queue[x]
+        if state[q] != 0 and state[q] != 1:
+            continue
+        state[q] = 3
+        p = procs[q]
+        d = durations[q]
+        if d > 0 and p != 0:
+            # the window's bounds may have been merged away by an earlier cut: put them back
+            start = starts[q]
+            end = start + d
+            k = _bisect(times, n, start)
+            if times[k] != start:
+                k += 1
+                _insert(times, free, n, k, start, free[k - 1])
+                n += 1
+            j = k
+            while j < n and times[j] < end:
+                free[j] += p
+                j += 1
+            if j == n or times[j] != end:
+                _insert(times, free, n, j, end, free[j - 1] - p)
+                n += 1
+    # merge the steps that no longer differ (else every cut would leave breakpoints behind and
+    # the profile would outgrow its arrays)
+    w = 1
+    for k in range(1, n):
+        if free[k] != free[w - 1]:
+            times[w] = times[k]
+            free[w] = free[k]
+            w += 1
+    n = w
+    ints[0] = n
+    tail = ints[4]
+    while tail > ints[3] and deferred[tail - 1] >= pos:
+        tail -= 1
+    ints[4] = tail
+    if ints[1] > pos:
+        ints[1] = pos
+    first_free[:] = -np.inf
+    shape_p[:] = -1
+    t_zero[0] = np.inf
+    for k in range(n):
+        if free[k] < 1:
+            t_zero[0] = times[k]
+            break
+
+
+@njit(cache=True, nogil=True)
 def place(
     capacity: int,
     now: float,
