@@ -25,8 +25,12 @@ queued there (``held``), its estimate ``est[s, o]`` and run time ``run[s, o]`` t
 transfer included), its queue-order key ``prim`` and its state in the site's latest plan
 (``pid``: the plan it was queued at; ``pstate``: 0 reserved at ``pstart``, 1 placed to start
 now (lazily), 3 not placed yet, 4 among the plan's starts, 5 in the plan with no reservation
-(EASY); ``ppos``: its queue position). Row ``S`` of the per-site plan arrays is scratch for the
-projections of completion-time site choice (never a site's latest plan).
+(EASY); ``ppos``: its queue position). The plan arrays have two rows per site: ``si[s, ROW]``
+holds its latest plan (the driver's plan cache), ``si[s, SPARE]`` the projections of
+completion-time site choice and, while ``si[s, CURRENT]`` says so, a pass of the site's queue as
+it is now, kept through the copies queued there so that the next projections read it instead of
+making a pass each (:func:`_start_from_plan`, :func:`_insert_copy`); the two rows trade places
+when that pass is the very plan the driver makes next (:func:`_swap_in`).
 """
 
 from __future__ import annotations
@@ -892,18 +896,22 @@ def _insert_copy(
     a pass of the queue with job ``o`` just queued there (key ``prim[s, o]``), without a new pass;
     ``False`` (row left unusable) when that cannot be done exactly.
 
-    Exact, under the conditions of :func:`_start_from_plan`: the row is placed up to the job ahead
-    of ``o`` and the windows of jobs behind it are taken back (:func:`_cut_behind`); ``o`` is placed
-    at its first fit from ``now`` (the start a pass now gives it) and the jobs behind it move back
-    one position. Their placement is left lazy: a job behind ``o`` not placed yet was either never
-    looked at or deferred with a bound, a first fit in a profile holding only windows of the jobs
-    ahead of ``o`` and of running jobs, all of which a pass with ``o`` also holds for it (with
-    ``o``'s window besides): it is still a lower bound of the job's start, and so are the pass's
-    other search bounds (first instants with ``p`` free, starts of earlier jobs of the same shape)
-    since the profile only loses processors. A job that could not start at the row's instant
-    cannot start then with ``o`` ahead of it either. ``o`` starts at the row's instant (state 4,
-    appended to its starts, which are then still in queue order since none is behind it) only if
-    the row is a pass at ``now`` and ``o`` fits now."""
+    Exact, under the conditions of :func:`_start_from_plan`: the row is first retimed to ``now``
+    (:func:`_retime_row`), placed up to the job ahead of ``o``, and the windows of jobs behind it
+    are taken back (:func:`_cut_behind`); ``o`` is placed at its first fit from ``now`` (the start
+    a pass now gives it) and the jobs behind it move back one position. Their placement is left
+    lazy: a job behind ``o`` not placed yet was either never looked at or deferred with a bound, a
+    first fit in a profile holding only windows of the jobs ahead of ``o`` and of running jobs,
+    all of which a pass with ``o`` also holds for it (with ``o``'s window besides): it is still a
+    lower bound of the job's start, and so are the pass's other search bounds (first instants
+    with ``p`` free, starts of earlier jobs of the same shape) since the profile only loses
+    processors. A copy that could start now seen from an older instant is refused (the driver
+    re-plans the site now anyway). When nothing was taken back, the row may still be the pass a
+    re-plan now makes (``SWAP``): the jobs behind ``o`` were deferred or behind the early stop,
+    whose blocking windows all lie ahead of ``o``, so none of them can start now with ``o`` ahead
+    either; ``o`` starts now (state 4, appended to the row's starts, still in queue order since
+    none is behind it) when the row is a pass at ``now`` and ``o`` fits now."""
+    made_now = pnow[r] == now
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
     n = si[r, PLAN_N]
@@ -943,7 +951,7 @@ def _insert_copy(
     n = si[r, PLAN_N]  # the cut takes the jobs started behind ``o`` out of the row's queue
     p = procs[o]
     start = reserve(times[r], frees[r], pints[r], ptz[r], now, p, est[s, o])
-    if start == np.inf or (start <= now and (pnow[r] != now or p > pints[r, 2])):
+    if start == np.inf or (start <= now and (not made_now or p > pints[r, 2])):
         return False  # (to start now, seen from an older instant: the driver re-plans here anyway)
     for x in range(n, pos, -1):
         q = queue[x - 1]
