@@ -69,12 +69,18 @@ def base_profile(
             times[n] = end
             free[n] = avail
             n += 1
-    t_zero[0] = np.inf
+    t_zero[0] = _first_zero(times, free, n)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _first_zero(times: np.ndarray, free: np.ndarray, n: int) -> float:
+    """The first instant of the profile ``times[:n]``/``free[:n]`` with no processor free
+    (``inf``: none)."""
     for k in range(n):
         if free[k] < 1:
-            t_zero[0] = times[k]
-            break
-    return n
+            return times[k]
+    return np.inf
 
 
 @njit(cache=True, nogil=True)
@@ -452,11 +458,7 @@ def cut(
         ints[1] = pos
     first_free[:] = -np.inf
     shape_p[:] = -1
-    t_zero[0] = np.inf
-    for k in range(n):
-        if free[k] < 1:
-            t_zero[0] = times[k]
-            break
+    t_zero[0] = _first_zero(times, free, n)
 
 
 @njit(cache=True, nogil=True)
