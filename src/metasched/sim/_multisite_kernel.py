@@ -961,6 +961,14 @@ def _insert_copy(
     ppos[r, o] = pos
     pid[r, o] = si[r, PLAN_ID]
     si[r, PLAN_N] = n + 1
+    table = si[r, TABLE]
+    if 2 * (n + 1) + 1 > table:
+        # the shape tables (search bounds only) were sized for the queue of the row's pass: with
+        # more jobs than that they could fill up, so they grow, cleared (no bound is always valid)
+        while 2 * (n + 1) + 1 > table:
+            table <<= 1
+        si[r, TABLE] = table
+        shape_p[r, : 2 * table] = -1
     for k in range(pints[r, 3], pints[r, 4]):
         if pdef[r, k] >= pos:
             pdef[r, k] += 1
