@@ -425,21 +425,15 @@ def cut(
         p = procs[q]
         d = durations[q]
         if d > 0 and p != 0:
-            # the window's bounds may have been merged away by an earlier cut: put them back
+            # its window given back: ``_put`` with -p, which also puts back the window's bounds
+            # should an earlier cut have merged them away
             start = starts[q]
             end = start + d
-            k = _bisect(times, n, start)
-            if times[k] != start:
-                k += 1
-                _insert(times, free, n, k, start, free[k - 1])
-                n += 1
-            j = k
+            i = _bisect(times, n, start)
+            j = i + 1
             while j < n and times[j] < end:
-                free[j] += p
                 j += 1
-            if j == n or times[j] != end:
-                _insert(times, free, n, j, end, free[j - 1] - p)
-                n += 1
+            n, _ = _put(times, free, n, i, j, start, end, -p, np.inf)
     # merge the steps that no longer differ (else every cut would leave breakpoints behind and
     # the profile would outgrow its arrays)
     w = 1
