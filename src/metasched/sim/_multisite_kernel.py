@@ -704,6 +704,63 @@ def _cut_behind(
 
 
 @njit(cache=True, nogil=True)
+def _prefix_to(
+    r: int,
+    s: int,
+    key: float,
+    order: int,
+    cut_ok: bool,
+    si: np.ndarray,
+    g: np.ndarray,
+    prim: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    held: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> int:
+    """The position a newer job of efficacy key ``key`` takes in plan row ``r``'s queue (site
+    ``s``; FCFS: last), with the row placed up to the job ahead of it and holding no window of a
+    job behind it (:func:`_cut_behind`, with ``cut_ok``): then the row's profile is the one a
+    pass gives that job. -1: the row cannot tell (the profile ran out, or a job behind is still to
+    start at the row's instant); -2: jobs behind are placed and ``cut_ok`` is false (nothing
+    taken back)."""
+    n = si[r, PLAN_N]
+    queue = pqueue[r]
+    pos = _after_key(prim, s, queue, n, key) if order == ORDER_EFFICACY else n
+    if pos > 0:
+        _place_to(
+            r, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
+            ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
+        )  # fmt: skip
+        if g[G_ERROR] != 0:
+            return -1
+    behind = _cut_behind(
+        r, s, pos, si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, shape_p,
+        pdef, cut_ok,
+    )  # fmt: skip
+    if behind < 0:
+        return -1
+    if behind > 0 and not cut_ok:
+        return -2
+    return pos
+
+
+@njit(cache=True, nogil=True)
 def _start_from_plan(
     r: int,
     s: int,
@@ -761,41 +818,13 @@ def _start_from_plan(
             return np.nan
     if cut_ok and not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return np.nan
-    n = si[r, PLAN_N]
-    queue = pqueue[r]
-    pos = _after_key(prim, s, queue, n, key) if order == ORDER_EFFICACY else n
-    if pos > 0:
-        _place_to(
-            r, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
-            ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
-        )  # fmt: skip
-        if g[G_ERROR] != 0:
-            return np.nan
-    behind = _cut_behind(
-        r,
-        s,
-        pos,
-        si,
-        procs,
-        est,
-        held,
-        pqueue,
-        pid,
-        pstate,
-        pstart,
-        ppos,
-        times,
-        frees,
-        pints,
-        ptz,
-        ff,
-        shape_p,
-        pdef,
-        cut_ok,
-    )
-    if behind < 0:
+    pos = _prefix_to(
+        r, s, key, order, cut_ok, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees,
+        pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+    )  # fmt: skip
+    if pos == -1:
         return np.nan
-    if behind > 0 and not cut_ok:
+    if pos == -2:
         return -np.inf
     start = first_fit(times[r], frees[r], pints[r, 0], now, procs[o], est[s, o])
     return start if start < np.inf else np.nan  # a profile that runs out: the pass reports it
@@ -914,41 +943,14 @@ def _insert_copy(
     made_now = pnow[r] == now
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
-    n = si[r, PLAN_N]
-    queue = pqueue[r]
-    pos = _after_key(prim, s, queue, n, prim[s, o]) if order == ORDER_EFFICACY else n
-    if pos > 0:
-        _place_to(
-            r, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
-            ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
-        )  # fmt: skip
-        if g[G_ERROR] != 0:
-            return False
-    behind = _cut_behind(
-        r,
-        s,
-        pos,
-        si,
-        procs,
-        est,
-        held,
-        pqueue,
-        pid,
-        pstate,
-        pstart,
-        ppos,
-        times,
-        frees,
-        pints,
-        ptz,
-        ff,
-        shape_p,
-        pdef,
-        True,
-    )
-    if behind < 0:
+    pos = _prefix_to(
+        r, s, prim[s, o], order, True, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
+        frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+    )  # fmt: skip
+    if pos < 0:
         return False
     n = si[r, PLAN_N]  # the cut takes the jobs started behind ``o`` out of the row's queue
+    queue = pqueue[r]
     p = procs[o]
     start = reserve(times[r], frees[r], pints[r], ptz[r], now, p, est[s, o])
     if start == np.inf or (start <= now and (not made_now or p > pints[r, 2])):
