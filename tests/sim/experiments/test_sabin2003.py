@@ -81,7 +81,7 @@ def test_build_workload_copies_shifts_and_draws() -> None:
 
 
 def test_draw_workload_leaves_the_cached_copies_as_they_are() -> None:
-    # TraceData.copies() is computed once and shared by every task of a sweep
+    # TraceData.copies is computed once and shared by every task of a sweep
     merged = exp.site_copies(base_jobs(), n_sites=4)
 
     def fields(jobs: list[Job]) -> list[tuple[object, ...]]:

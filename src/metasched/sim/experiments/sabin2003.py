@@ -29,7 +29,8 @@ import csv
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -323,14 +324,12 @@ class TraceData:
     jobs: list[Job]
     procs: int
     table: Table1
-    _copies: list[list[Job]] = field(default_factory=list, init=False, repr=False, compare=False)
 
+    @cached_property
     def copies(self) -> list[Job]:
-        """:func:`site_copies` of the jobs, one per site of Table 1; computed on the first call
-        and kept (every task of a sweep starts from it: ~0.3 s saved per task). Not to be changed."""
-        if not self._copies:
-            self._copies.append(site_copies(self.jobs, n_sites=len(self.table.machines)))
-        return self._copies[0]
+        """:func:`site_copies` of the jobs, one per site of Table 1; computed on first use and
+        kept (every task of a sweep starts from it: ~0.3 s saved per task). Not to be changed."""
+        return site_copies(self.jobs, n_sites=len(self.table.machines))
 
 
 def run_task(
@@ -341,7 +340,7 @@ def run_task(
     runs the Python driver instead of the compiled event loop (same rows)."""
     scheme = SCHEMES[task.scheme]
     jobs = draw_workload(
-        data.copies(), n_benchmarks=len(data.table.benchmarks), load=task.load, seed=seed, transfer=scheme.transfer
+        data.copies, n_benchmarks=len(data.table.benchmarks), load=task.load, seed=seed, transfer=scheme.transfer
     )
     order = lookup(ORDER_REGISTRY, scheme.order, "queue order")()
     local = lookup(LOCAL_REGISTRY, scheme.local, "local scheduler")(order=order)
@@ -436,7 +435,7 @@ def run_sweep(
         if ctx.get_start_method() == "fork" and tasks:
             warm_up(data, sorted({t.scheme for t in tasks}), seed)
             for d in data.values():
-                d.copies()  # computed once, inherited by the workers
+                d.copies  # noqa: B018 (computed once here, inherited by the workers)
         with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
             for row in pool.imap_unordered(_work, tasks):
                 rows.append(row)
