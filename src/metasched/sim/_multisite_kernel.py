@@ -76,13 +76,12 @@ N_G = 8
 GF_WASTED, GF_NOW = range(2)
 # log event codes, as the driver's strings
 EVENTS = ("submit", "start", "cancel", "deny", "kill", "end")
-EV_SUBMIT, EV_START, EV_CANCEL, EV_DENY, EV_KILL, EV_END = range(6)
+# (NumPy integers, not Python ints: numba compiles a callee once per *literal* argument value, so a
+# literal code would give ``_log`` and ``_remove_copy`` one compiled copy per event kind)
+EV_SUBMIT, EV_START, EV_CANCEL, EV_DENY, EV_KILL, EV_END = (np.int64(k) for k in range(6))
 # error codes (``g[G_ERROR]``): states the driver treats as bugs
 ERR_NO_END = 1
 ERR_NEVER_RAN = 2
-
-_NEVER = np.empty(0, dtype=np.float64)
-
 
 @njit(cache=True, nogil=True)
 def _log(lg: np.ndarray, lgt: np.ndarray, g: np.ndarray, now: float, kind: int, o: int, s: int) -> None:
@@ -594,6 +593,9 @@ def _place_to(
     (else it stays in state 3; see :func:`~metasched.policy.local._conservative_kernel.place`)."""
     table = si[r, TABLE]
     n = si[r, PLAN_N]
+    # never stop early (empty bounds; a local array: a global one is read-only to numba and would
+    # give ``place`` a second compiled copy)
+    never = np.empty(0, dtype=np.float64)
     code = place(
         si[s, CAP],
         pnow[r],
@@ -611,8 +613,8 @@ def _place_to(
         pstart[r],
         pstate[r],
         ppos[r, q] + 1,
-        _NEVER,
-        _NEVER,
+        never,
+        never,
         pdef[r],
         pbound[r],
         reach,
@@ -944,7 +946,7 @@ def _insert_copy(
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
     pos = _prefix_to(
-        r, s, prim[s, o], order, True, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
+        r, s, prim[s, o], order, np.bool_(True), si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
         frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
     )  # fmt: skip
     if pos < 0:
@@ -1098,7 +1100,9 @@ def run_loop(
     # a pass of each site's queue as it is now is kept only where projections read it
     track = local == LOCAL_CONSERVATIVE and selection == SELECT_COMPLETION and k_sites < S
 
-    nxt = 0
+    # (np.int64, np.bool_ for constants passed on: numba would compile callees for literal values too)
+    no_job = np.int64(-1)
+    nxt = np.int64(0)
     while nxt < n or g[G_HEAP] > 0:
         t_submit = submit[nxt] if nxt < n else np.inf
         t_end = ht[0] if g[G_HEAP] > 0 else np.inf
@@ -1128,7 +1132,7 @@ def run_loop(
             o = nxt
             nxt += 1
             p = procs[o]
-            ne = 0
+            ne = np.int64(0)
             fastest = np.inf
             for s in range(S):
                 if p <= site_procs[s]:
@@ -1169,7 +1173,7 @@ def run_loop(
                         start = _start_from_plan(
                             si[s, SPARE], s, o, key, order, now, si, g, prim, procs, est, exp_end, run_list, held,
                             pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
-                            shape_start, pdef, pbound, True,
+                            shape_start, pdef, pbound, np.bool_(True),
                         )  # fmt: skip
                 if want and start == start:
                     # the projection read from the site's plan: counted as the pass it stands for
@@ -1291,7 +1295,7 @@ def run_loop(
             if not si[s, FRESH]:
                 if not _swap_in(s, now, si, g, pnow):
                     _plan(
-                        si[s, ROW], s, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                        si[s, ROW], s, no_job, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                         exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
                         ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
                     )  # fmt: skip
@@ -1328,7 +1332,7 @@ def run_loop(
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
                         if not _swap_in(t, now, si, g, pnow):
                             _plan(
-                                rt, t, -1, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                                rt, t, no_job, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                                 exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
                                 ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq,
                                 eqn, held,

@@ -56,7 +56,7 @@ def base_profile(
     (``inf``: none)."""
     times[0] = now
     free[0] = free_now
-    n = 1
+    n = np.int64(1)  # (not a literal: numba would compile _first_zero for n == 1 as well)
     avail = free_now
     for r in np.argsort(release_ends, kind="mergesort"):
         end = release_ends[r]
@@ -436,7 +436,7 @@ def cut(
             n, _ = _put(times, free, n, i, j, start, end, -p, np.inf)
     # merge the steps that no longer differ (else every cut would leave breakpoints behind and
     # the profile would outgrow its arrays)
-    w = 1
+    w = np.int64(1)  # (not a literal: numba would compile _first_zero for n == 1 as well)
     for k in range(1, n):
         if free[k] != free[w - 1]:
             times[w] = times[k]
@@ -596,7 +596,7 @@ def place(
         if k < n and times[k] > after:
             after = times[k]
         first_free[p] = after
-        h = _shape_slot(shape_p, shape_d, 0, mask, p, duration)
+        h = _shape_slot(shape_p, shape_d, np.int64(0), mask, p, duration)
         if shape_p[h] != -1 and shape_start[h] > after:
             after = shape_start[h]
         start = np.inf
