@@ -35,15 +35,19 @@ when that pass is the very plan the driver makes next (:func:`_swap_in`).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numba import njit
 
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (
+    ZERO,
     base_profile,
     cut,
     first_fit,
+    i64,
     place,
     reserve,
     retime,
@@ -76,12 +80,16 @@ N_G = 8
 GF_WASTED, GF_NOW = range(2)
 # log event codes, as the driver's strings
 EVENTS = ("submit", "start", "cancel", "deny", "kill", "end")
-# (NumPy integers, not Python ints: numba compiles a callee once per *literal* argument value, so a
-# literal code would give ``_log`` and ``_remove_copy`` one compiled copy per event kind)
-EV_SUBMIT, EV_START, EV_CANCEL, EV_DENY, EV_KILL, EV_END = (np.int64(k) for k in range(6))
+# (NumPy integers, see ``i64``: a literal code would give ``_log`` and ``_remove_copy`` one compiled
+# copy per event kind)
+EV_SUBMIT, EV_START, EV_CANCEL, EV_DENY, EV_KILL, EV_END = (i64(k) for k in range(6))
 # error codes (``g[G_ERROR]``): states the driver treats as bugs
 ERR_NO_END = 1
 ERR_NEVER_RAN = 2
+# constants passed to other kernels (not literals, see ``i64``)
+NO_JOB = i64(-1)
+CUT_OK = cast(bool, np.bool_(True))
+
 
 @njit(cache=True, nogil=True)
 def _log(lg: np.ndarray, lgt: np.ndarray, g: np.ndarray, now: float, kind: int, o: int, s: int) -> None:
@@ -946,7 +954,7 @@ def _insert_copy(
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
     pos = _prefix_to(
-        r, s, prim[s, o], order, np.bool_(True), si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
+        r, s, prim[s, o], order, CUT_OK, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
         frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
     )  # fmt: skip
     if pos < 0:
@@ -1100,9 +1108,7 @@ def run_loop(
     # a pass of each site's queue as it is now is kept only where projections read it
     track = local == LOCAL_CONSERVATIVE and selection == SELECT_COMPLETION and k_sites < S
 
-    # (np.int64, np.bool_ for constants passed on: numba would compile callees for literal values too)
-    no_job = np.int64(-1)
-    nxt = np.int64(0)
+    nxt = ZERO  # (not a literal, see ``i64``)
     while nxt < n or g[G_HEAP] > 0:
         t_submit = submit[nxt] if nxt < n else np.inf
         t_end = ht[0] if g[G_HEAP] > 0 else np.inf
@@ -1132,7 +1138,7 @@ def run_loop(
             o = nxt
             nxt += 1
             p = procs[o]
-            ne = np.int64(0)
+            ne = ZERO
             fastest = np.inf
             for s in range(S):
                 if p <= site_procs[s]:
@@ -1173,7 +1179,7 @@ def run_loop(
                         start = _start_from_plan(
                             si[s, SPARE], s, o, key, order, now, si, g, prim, procs, est, exp_end, run_list, held,
                             pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
-                            shape_start, pdef, pbound, np.bool_(True),
+                            shape_start, pdef, pbound, CUT_OK,
                         )  # fmt: skip
                 if want and start == start:
                     # the projection read from the site's plan: counted as the pass it stands for
@@ -1295,7 +1301,7 @@ def run_loop(
             if not si[s, FRESH]:
                 if not _swap_in(s, now, si, g, pnow):
                     _plan(
-                        si[s, ROW], s, no_job, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                        si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                         exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
                         ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
                     )  # fmt: skip
@@ -1332,7 +1338,7 @@ def run_loop(
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
                         if not _swap_in(t, now, si, g, pnow):
                             _plan(
-                                rt, t, no_job, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                                rt, t, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                                 exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
                                 ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq,
                                 eqn, held,

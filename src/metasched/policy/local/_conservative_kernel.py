@@ -30,8 +30,22 @@ queue, and no step ever has fewer than 0 processors free.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numba import njit
+
+
+def i64(value: int) -> int:
+    """``value`` as a NumPy int64 (``int`` to mypy), for constants the kernels pass to other
+    kernels: numba compiles a callee once per *literal* argument value (and a counter that starts
+    from a literal gets a copy for that value too, while its type is being inferred), but types a
+    NumPy scalar, even a global one, as plain int64."""
+    return cast(int, np.int64(value))
+
+
+ZERO = i64(0)
+ONE = i64(1)
 
 #: Returned by :func:`place` when a job is wider than the machine.
 TOO_WIDE = -1
@@ -56,7 +70,7 @@ def base_profile(
     (``inf``: none)."""
     times[0] = now
     free[0] = free_now
-    n = np.int64(1)  # (not a literal: numba would compile _first_zero for n == 1 as well)
+    n = ONE  # (not a literal, see i64)
     avail = free_now
     for r in np.argsort(release_ends, kind="mergesort"):
         end = release_ends[r]
@@ -436,7 +450,7 @@ def cut(
             n, _ = _put(times, free, n, i, j, start, end, -p, np.inf)
     # merge the steps that no longer differ (else every cut would leave breakpoints behind and
     # the profile would outgrow its arrays)
-    w = np.int64(1)  # (not a literal: numba would compile _first_zero for n == 1 as well)
+    w = ONE  # (not a literal, see i64)
     for k in range(1, n):
         if free[k] != free[w - 1]:
             times[w] = times[k]
@@ -596,7 +610,7 @@ def place(
         if k < n and times[k] > after:
             after = times[k]
         first_free[p] = after
-        h = _shape_slot(shape_p, shape_d, np.int64(0), mask, p, duration)
+        h = _shape_slot(shape_p, shape_d, ZERO, mask, p, duration)
         if shape_p[h] != -1 and shape_start[h] > after:
             after = shape_start[h]
         start = np.inf
