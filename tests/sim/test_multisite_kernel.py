@@ -17,6 +17,7 @@ from metasched.policy.meta import CancelSlowerOnly, CompletionTime, KReservation
 from metasched.policy.meta.reservations_base import CopyOffer, StartDecision
 from metasched.policy.priority import Efficacy
 from metasched.sim.multisite import MultiSiteResult, kernel_scheme, simulate_multisite
+from metasched.sim.replay import simulate
 from tests.sim.test_multisite import hand_jobs, scenarios, two_sites
 
 SUPPORTED: list[tuple[MetaScheduler, LocalScheduler]] = [
@@ -101,6 +102,34 @@ def test_compiled_loop_on_a_busy_workload(config: int) -> None:
         )
     meta, local = SUPPORTED[config]
     assert_same(*both(jobs, sites, meta, local))
+
+
+@st.composite
+def one_site_workloads(draw: st.DrawFn) -> tuple[int, list[Job]]:
+    """One machine; jobs with equal submit times and equal estimates, some ending early, some
+    exactly at their estimate, widths up to the machine."""
+    procs = draw(st.integers(1, 8))
+    jobs = []
+    for i in range(draw(st.integers(1, 40))):
+        req = float(draw(st.sampled_from([5, 10, 30])) if i % 2 else draw(st.integers(1, 60)))
+        run = req if draw(st.booleans()) else float(draw(st.integers(0, int(req))))
+        jobs.append(Job(i + 1, float(draw(st.integers(0, 80))), run, req, draw(st.integers(1, procs))))
+    return procs, jobs
+
+
+@given(one_site_workloads(), st.sampled_from(["easy", "conservative"]))
+@settings(max_examples=150, deadline=None)
+def test_compiled_loop_with_one_site_is_the_single_site_simulator(workload: tuple[int, list[Job]], name: str) -> None:
+    """sabin2003's single-site schemes run through this loop with one site (one copy per job, no
+    choice): the schedule :func:`~metasched.sim.replay.simulate` gives, start and end of every
+    job bit for bit."""
+    procs, jobs = workload
+    local = EasyBackfill() if name == "easy" else ConservativeBackfill()
+    single = simulate(jobs, procs, local)
+    one = simulate_multisite(jobs, [Site("one", procs)], LeastLoad(k=1), local, kernel=True)
+    assert np.array_equal(one.start_time, single.start_time)
+    assert np.array_equal(one.end_time, single.end_time)
+    assert np.array_equal(one.procs, single.procs) and np.array_equal(one.run_time, single.run_time)
 
 
 @pytest.mark.parametrize("config", [0, 2, 4, 8, 11, 12])
