@@ -997,6 +997,83 @@ def _insert_copy(
 
 
 @njit(cache=True, nogil=True)
+def _take_out_copy(
+    s: int,
+    o: int,
+    cur: int,
+    si: np.ndarray,
+    g: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    held: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> bool:
+    """Job ``o``'s copy has just left site ``s``'s queue (cancelled: it started elsewhere), whose
+    current pass was in row ``cur`` (``CUR_ROW``/``CUR_SPARE``): make the spare a pass of the queue
+    without it, keeping what was placed ahead of it (the driver's plan, a stale one other sites may
+    still be answered from, is copied, not changed). ``False`` (spare left unusable) when that cannot
+    be done exactly.
+
+    Exact: a job's window never depends on jobs behind it, so the windows ahead of the copy stay;
+    those from its position on are taken back (:func:`_cut_behind`; refused if a job there is still
+    to start at the pass's instant, the copy included) and will be placed again on demand. If the
+    copy held no window (not placed, or deferred), the profile is unchanged and so are the pass's
+    search bounds; the deferred bounds behind it were first fits in a profile without its window
+    (lower bounds still). The copy leaves the row's queue, the deferred list and the cursor move
+    back by one behind it. The row keeps its instant (it is retimed when used, see
+    :func:`_retime_row`)."""
+    if cur == CUR_ROW:
+        _copy_row(
+            si[s, ROW], si[s, SPARE], si[s, CAP], si, g, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
+            pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+        )  # fmt: skip
+    r = si[s, SPARE]
+    si[s, SWAP] = 0
+    if pid[r, o] != si[r, PLAN_ID] or pstate[r, o] == 4:
+        return False
+    if _cut_behind(
+        r, s, ppos[r, o], si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
+        shape_p, pdef, CUT_OK,
+    ) < 0:  # fmt: skip
+        return False
+    pos = ppos[r, o]
+    n = si[r, PLAN_N]
+    for x in range(pos, n - 1):
+        q = pqueue[r, x + 1]
+        pqueue[r, x] = q
+        ppos[r, q] = x
+    si[r, PLAN_N] = n - 1
+    pid[r, o] = -1
+    w = pints[r, 3]
+    for k in range(pints[r, 3], pints[r, 4]):
+        d = pdef[r, k]
+        if d != pos:
+            pdef[r, w] = d - 1 if d > pos else d
+            pbound[r, w] = pbound[r, k]
+            w += 1
+    pints[r, 4] = w
+    if pints[r, 1] > pos:
+        pints[r, 1] -= 1
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray) -> bool:
     """When site ``s``'s spare row holds a pass of its queue as it is at ``now`` (``CURRENT``),
     that row becomes its plan, counted as the pass it stands for (the driver re-plans here); the
@@ -1008,6 +1085,19 @@ def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray
     si[s, ROW] = r
     g[G_PLANS] += 1
     return True
+
+
+@njit(cache=True, nogil=True)
+def _planned(s: int, si: np.ndarray) -> None:
+    """After the driver's new pass at site ``s`` (in its plan row): that pass is the site's current
+    one, unless the spare is current and the pass starts no job. Then the spare stays current,
+    with the placements made in it since (projections read it, while a new pass is placed only
+    as far as its starts are known): a pass that starts nothing changes neither the queue nor the
+    running jobs, so the spare is still a pass of them. (A pass that starts jobs while the spare
+    is current does happen: a spare made now by a projection, holding jobs that start now, then
+    cut by a copy put in ahead of them.)"""
+    if si[s, CURRENT] != CUR_SPARE or si[si[s, ROW], PLAN_NSTARTS] > 0:
+        si[s, CURRENT] = CUR_ROW
 
 
 @njit(cache=True, nogil=True)
@@ -1299,14 +1389,16 @@ def run_loop(
             if si[s, QCOUNT] == 0 or _min_width(wc, s, si[s, CAP]) > si[s, FREE]:
                 continue
             if not si[s, FRESH]:
-                if not _swap_in(s, now, si, g, pnow):
+                if _swap_in(s, now, si, g, pnow):
+                    si[s, CURRENT] = CUR_ROW
+                else:
                     _plan(
                         si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                         exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
                         ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
                     )  # fmt: skip
+                    _planned(s, si)
                 si[s, FRESH] = 1
-                si[s, CURRENT] = CUR_ROW
             rs = si[s, ROW]
             denied = False
             for x in range(si[rs, PLAN_NSTARTS]):
@@ -1336,15 +1428,17 @@ def run_loop(
                         )  # fmt: skip
                     st = pstate[rt, o]
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
-                        if not _swap_in(t, now, si, g, pnow):
+                        if _swap_in(t, now, si, g, pnow):
+                            si[t, CURRENT] = CUR_ROW
+                        else:
                             _plan(
                                 rt, t, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
                                 exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
                                 ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq,
                                 eqn, held,
                             )  # fmt: skip
+                            _planned(t, si)
                         si[t, FRESH] = 1
-                        si[t, CURRENT] = CUR_ROW
                         rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
                     if in_plan and pstate[rt, o] == 3 and wanted:
@@ -1440,9 +1534,15 @@ def run_loop(
                         t = off_site[a]
                         if off_run[a] or (decide == DECIDE_SLOWER and off_est[a] < mine):
                             continue
+                        cur = si[t, CURRENT]
                         _remove_copy(
                             si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_CANCEL, o, t, p
                         )
+                        if track and cur != CUR_NONE and _take_out_copy(
+                            t, o, cur, si, g, procs, est, held, pqueue, pstarts, pid, pstate, pstart, ppos, times,
+                            frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                        ):  # fmt: skip
+                            si[t, CURRENT] = CUR_SPARE
                 else:
                     _remove_copy(
                         si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_DENY, o, s, p
