@@ -28,9 +28,10 @@ now (lazily), 3 not placed yet, 4 among the plan's starts, 5 in the plan with no
 (EASY); ``ppos``: its queue position). The plan arrays have two rows per site: ``si[s, ROW]``
 holds its latest plan (the driver's plan cache), ``si[s, SPARE]`` the projections of
 completion-time site choice and, while ``si[s, CURRENT]`` says so, a pass of the site's queue as
-it is now, kept through the copies queued there so that the next projections read it instead of
-making a pass each (:func:`_start_from_plan`, :func:`_insert_copy`); the two rows trade places
-when that pass is the very plan the driver makes next (:func:`_swap_in`).
+it is now, kept through the copies queued there, the copies cancelled there and the driver's
+passes that start nothing there, so that the next projections read it instead of making a pass
+each (:func:`_start_from_plan`, :func:`_insert_copy`, :func:`_take_out_copy`, :func:`_planned`);
+the two rows trade places when that pass is the very plan the driver makes next (:func:`_swap_in`).
 """
 
 from __future__ import annotations
