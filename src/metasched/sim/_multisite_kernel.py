@@ -303,20 +303,24 @@ def _build_queue(
     n = 0
     if order == ORDER_EFFICACY:
         m = eqn[s]
-        pending = extra >= 0
-        for k in range(m):
-            q = eq[s, k]
-            if not held[s, q]:
-                continue
-            if pending and prim[s, q] > extra_key:
-                out[n] = extra
-                n += 1
-                pending = False
-            out[n] = q
-            n += 1
-        if pending:
+        k = 0
+        if extra >= 0:
+            while k < m:
+                q = eq[s, k]
+                if held[s, q] and prim[s, q] > extra_key:
+                    break
+                out[n] = q
+                n += held[s, q]
+                k += 1
             out[n] = extra
             n += 1
+        # (each entry is written, and counted only if still queued: no branch to mispredict where
+        # live and dropped entries alternate at random; ``out`` has room for every entry)
+        while k < m:
+            q = eq[s, k]
+            out[n] = q
+            n += held[s, q]
+            k += 1
         live = n - 1 if extra >= 0 else n
         if m > 64 and 2 * live < m:
             c = 0
@@ -327,9 +331,8 @@ def _build_queue(
             eqn[s] = c
         return n
     for k in range(si[s, NSLOTS]):
-        if slot_alive[s, k]:
-            out[n] = slot_job[s, k]
-            n += 1
+        out[n] = slot_job[s, k]
+        n += slot_alive[s, k]  # (written always, counted if live: see above)
     if extra >= 0:
         out[n] = extra
         n += 1
