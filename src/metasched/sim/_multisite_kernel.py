@@ -67,10 +67,14 @@ from metasched.sim.multisite import TRANSFER_ATTR, MultiSiteResult
 # per-site int state (columns of ``si``)
 FREE, RUN_PROCS, QCOUNT, NSLOTS, NRUN, PLAN_ID, FRESH, DIRTY, PLAN_N, PLAN_NSTARTS, TABLE, CAP = range(12)
 ROW, SPARE, CURRENT, SWAP = range(12, 16)
-N_SI = 16
+EXT, EXT_N = range(16, 18)
+N_SI = 18
 # ``CURRENT``: which row holds a pass of the site's queue as it is now (see :func:`_insert_copy`);
 # ``SWAP``: that row (the spare) is the very pass a re-plan now would make (see :func:`_swap_in`)
 CUR_NONE, CUR_ROW, CUR_SPARE = range(3)
+# ``EXT``: nothing changed at the site since its plan's pass but the ``EXT_N`` copies queued there
+# since, listed in ``ext[s]`` (at most ``EXT_CAP``), see :func:`_extend`
+EXT_CAP = 64
 # per-site float state (columns of ``sf``)
 QWORK, RWORK, BUSY = range(3)
 N_SF = 3
@@ -240,6 +244,7 @@ def _remove_copy(
     held[s, o] = 0
     si[s, FRESH] = 0
     si[s, CURRENT] = CUR_NONE
+    si[s, EXT] = 0
     si[s, DIRTY] = 1
     _log(lg, lgt, g, now, kind, o, s)
 
@@ -275,6 +280,7 @@ def _release(
     run_site[o] = -1
     si[s, FRESH] = 0
     si[s, CURRENT] = CUR_NONE
+    si[s, EXT] = 0
     si[s, DIRTY] = 1
 
 
@@ -905,6 +911,20 @@ def _copy_row(
 
 
 @njit(cache=True, nogil=True)
+def _grow_tables(r: int, n: int, si: np.ndarray, shape_p: np.ndarray) -> None:
+    """Plan row ``r``'s queue now holds ``n`` jobs. Its shape tables (search bounds only) were sized
+    for the queue of the row's pass: with more jobs than that they could fill up (an open-addressing
+    table that is full has no empty slot to stop a search), so they grow, cleared (no bound is always
+    valid)."""
+    table = si[r, TABLE]
+    if 2 * n + 1 > table:
+        while 2 * n + 1 > table:
+            table <<= 1
+        si[r, TABLE] = table
+        shape_p[r, : 2 * table] = -1
+
+
+@njit(cache=True, nogil=True)
 def _insert_copy(
     r: int,
     s: int,
@@ -977,14 +997,7 @@ def _insert_copy(
     ppos[r, o] = pos
     pid[r, o] = si[r, PLAN_ID]
     si[r, PLAN_N] = n + 1
-    table = si[r, TABLE]
-    if 2 * (n + 1) + 1 > table:
-        # the shape tables (search bounds only) were sized for the queue of the row's pass: with
-        # more jobs than that they could fill up, so they grow, cleared (no bound is always valid)
-        while 2 * (n + 1) + 1 > table:
-            table <<= 1
-        si[r, TABLE] = table
-        shape_p[r, : 2 * table] = -1
+    _grow_tables(r, n + 1, si, shape_p)
     for k in range(pints[r, 3], pints[r, 4]):
         if pdef[r, k] >= pos:
             pdef[r, k] += 1
@@ -1087,6 +1100,85 @@ def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray
     r = si[s, SPARE]
     si[s, SPARE] = si[s, ROW]
     si[s, ROW] = r
+    si[s, EXT] = 0
+    g[G_PLANS] += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _extend(
+    s: int,
+    now: float,
+    order: int,
+    si: np.ndarray,
+    g: np.ndarray,
+    prim: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    ext: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pbound: np.ndarray,
+) -> bool:
+    """The driver's new pass at site ``s`` (conservative), made from its plan when nothing changed
+    there since that plan's pass but copies queued there (``EXT``), none of which can start now:
+    the plan is retimed to now and the copies are put into its queue, not placed. Counted as the
+    pass it stands for; ``False`` (the plan row may be left changed: the caller makes a new pass
+    into it) when that cannot be done exactly.
+
+    Exact: the jobs of the plan's queue could not start at its instant (those that could did: the
+    pass's starts, now running, keep their windows as running jobs) and cannot now (:func:`retime`:
+    the profile is constant since). A copy cannot start now if fewer processors are really free
+    than it needs, or if the profile, holding the windows of jobs ahead of it only (those placed so
+    far), has a step with none free before the copy's window would end (the module's stopping rule
+    of :mod:`~metasched.policy.local._conservative_kernel`; a zero-width copy fits anywhere and is
+    refused); windows placed later only take processors away. So the new pass starts nothing. A
+    copy goes where the queue order puts it (last with FCFS; after every job of a key up to its own
+    with efficacy, as the newest job), which must be behind the pass's cursor: no job there is
+    placed (the deferred ones are ahead of the cursor), so no placed window ignores it; jobs behind
+    it move back one position. What the new pass would place up to its early stop is placed on
+    demand instead, to the same starts."""
+    if not si[s, EXT] or si[s, EXT_N] == 0:
+        return False
+    r = si[s, ROW]
+    k = si[s, EXT_N]
+    free = pints[r, 2]
+    zero = ptz[r, 0]
+    for a in range(k):
+        c = ext[s, a]
+        p = procs[c]
+        if p == 0 or (p <= free and zero >= now + est[s, c]):
+            return False
+    if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
+        return False
+    queue = pqueue[r]
+    n = si[r, PLAN_N]
+    for a in range(k):
+        c = ext[s, a]
+        pos = _after_key(prim, s, queue, n, prim[s, c]) if order == ORDER_EFFICACY else n
+        if pos < pints[r, 1]:
+            return False
+        for x in range(n, pos, -1):
+            q = queue[x - 1]
+            queue[x] = q
+            ppos[r, q] = x
+        queue[pos] = c
+        ppos[r, c] = pos
+        pid[r, c] = si[r, PLAN_ID]
+        pstate[r, c] = 3
+        n += 1
+    si[r, PLAN_N] = n
+    _grow_tables(r, n, si, shape_p)
+    si[r, PLAN_NSTARTS] = 0
+    si[s, EXT_N] = 0
     g[G_PLANS] += 1
     return True
 
@@ -1099,9 +1191,11 @@ def _planned(s: int, si: np.ndarray) -> None:
     as far as its starts are known): a pass that starts nothing changes neither the queue nor the
     running jobs, so the spare is still a pass of them. (A pass that starts jobs while the spare
     is current does happen: a spare made now by a projection, holding jobs that start now, then
-    cut by a copy put in ahead of them.)"""
+    cut by a copy put in ahead of them.) The plan is then open to :func:`_extend` (``EXT``)."""
     if si[s, CURRENT] != CUR_SPARE or si[si[s, ROW], PLAN_NSTARTS] > 0:
         si[s, CURRENT] = CUR_ROW
+    si[s, EXT] = 1
+    si[s, EXT_N] = 0
 
 
 @njit(cache=True, nogil=True)
@@ -1148,6 +1242,7 @@ def run_loop(
         si[s, ROW] = s
         si[s, SPARE] = S + s
     held = np.zeros((S, n), dtype=np.int8)
+    ext = np.zeros((S, EXT_CAP), dtype=np.int64)
     prim = np.zeros((S, n), dtype=np.float64)
     slot_job = np.zeros((S, n + 1), dtype=np.int64)
     slot_alive = np.zeros((S, n + 1), dtype=np.int8)
@@ -1353,6 +1448,12 @@ def run_loop(
                     _eq_insert(eq, eqn, prim, s, o)
                 sf[s, QWORK] += p * est[s, o]
                 held[s, o] = 1
+                if si[s, EXT]:
+                    if si[s, EXT_N] < EXT_CAP:
+                        ext[s, si[s, EXT_N]] = o
+                        si[s, EXT_N] += 1
+                    else:
+                        si[s, EXT] = 0
                 si[s, FRESH] = 0
                 si[s, DIRTY] = 1
                 _log(lg, lgt, g, now, EV_SUBMIT, o, s)
@@ -1396,11 +1497,16 @@ def run_loop(
                 if _swap_in(s, now, si, g, pnow):
                     si[s, CURRENT] = CUR_ROW
                 else:
-                    _plan(
-                        si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
-                        exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
-                        ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
-                    )  # fmt: skip
+                    if local != LOCAL_CONSERVATIVE or not _extend(
+                        s, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints, ptz,
+                        pnow, ff, shape_p, pbound,
+                    ):  # fmt: skip
+                        _plan(
+                            si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs,
+                            est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn,
+                            held,
+                        )  # fmt: skip
                     _planned(s, si)
                 si[s, FRESH] = 1
             rs = si[s, ROW]
@@ -1435,12 +1541,16 @@ def run_loop(
                         if _swap_in(t, now, si, g, pnow):
                             si[t, CURRENT] = CUR_ROW
                         else:
-                            _plan(
-                                rt, t, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
-                                exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
-                                ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq,
-                                eqn, held,
-                            )  # fmt: skip
+                            if local != LOCAL_CONSERVATIVE or not _extend(
+                                t, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints,
+                                ptz, pnow, ff, shape_p, pbound,
+                            ):  # fmt: skip
+                                _plan(
+                                    rt, t, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs,
+                                    est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
+                                    pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef,
+                                    pbound, eq, eqn, held,
+                                )  # fmt: skip
                             _planned(t, si)
                         si[t, FRESH] = 1
                         rt = si[t, ROW]
