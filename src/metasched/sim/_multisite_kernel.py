@@ -646,19 +646,22 @@ def _retime_row(
     r: int, s: int, now: float, si: np.ndarray, pnow: np.ndarray, times: np.ndarray, pints: np.ndarray,
     ff: np.ndarray, pbound: np.ndarray,
 ) -> bool:  # fmt: skip
-    """Site ``s``'s spare row ``r``, a pass of its queue made at an earlier instant, made a pass at
-    ``now`` (:func:`~metasched.policy.local._conservative_kernel.retime`); ``False`` when it
-    cannot be. The condition holds: the spare is kept only while no job queued there could start
-    (each copy put into it was refused if it could start now, and a scheduling pass that found a
-    job to start made a new plan), and nothing else changed at the site. Any job placed in the row
-    from then on gets its first fit from ``now`` (without this, a job placed later, behind a copy
-    put in since, could get a start before ``now``)."""
+    """Site ``s``'s plan row ``r`` (its spare, or its plan in :func:`_extend`), a pass of its queue
+    made at an earlier instant, made a pass at ``now``
+    (:func:`~metasched.policy.local._conservative_kernel.retime`); ``False`` when it cannot be. The
+    condition holds: the spare is kept only while no job queued there could start (each copy put
+    into it was refused if it could start now, and a scheduling pass that found a job to start made
+    a new plan), and nothing else changed at the site (for the plan, see :func:`_extend`). Any job
+    placed in the row from then on gets its first fit from ``now`` (without this, a job placed
+    later, behind a copy put in since, could get a start before ``now``). A retimed spare is no
+    longer a pass made now (``SWAP`` cleared)."""
     if pnow[r] >= now:
         return True
     if not retime(times[r], pints[r], ff[r, : si[s, CAP] + 1], pbound[r], now):
         return False
     pnow[r] = now
-    si[s, SWAP] = 0
+    if r == si[s, SPARE]:
+        si[s, SWAP] = 0
     return True
 
 
@@ -925,6 +928,27 @@ def _grow_tables(r: int, n: int, si: np.ndarray, shape_p: np.ndarray) -> None:
 
 
 @njit(cache=True, nogil=True)
+def _queue_in(
+    r: int, pos: int, o: int, si: np.ndarray, pqueue: np.ndarray, pid: np.ndarray, ppos: np.ndarray,
+    shape_p: np.ndarray,
+) -> None:  # fmt: skip
+    """Job ``o`` enters plan row ``r``'s queue at position ``pos`` (the jobs from there on move back
+    one), in the row's plan (``pid``); the shape tables grow if needed (:func:`_grow_tables`). Its
+    state, and the row's cursor and deferred list, are the caller's."""
+    n = si[r, PLAN_N]
+    queue = pqueue[r]
+    for x in range(n, pos, -1):
+        q = queue[x - 1]
+        queue[x] = q
+        ppos[r, q] = x
+    queue[pos] = o
+    ppos[r, o] = pos
+    pid[r, o] = si[r, PLAN_ID]
+    si[r, PLAN_N] = n + 1
+    _grow_tables(r, n + 1, si, shape_p)
+
+
+@njit(cache=True, nogil=True)
 def _insert_copy(
     r: int,
     s: int,
@@ -983,21 +1007,11 @@ def _insert_copy(
     )  # fmt: skip
     if pos < 0:
         return False
-    n = si[r, PLAN_N]  # the cut takes the jobs started behind ``o`` out of the row's queue
-    queue = pqueue[r]
     p = procs[o]
     start = reserve(times[r], frees[r], pints[r], ptz[r], now, p, est[s, o])
     if start == np.inf or (start <= now and (not made_now or p > pints[r, 2])):
         return False  # (to start now, seen from an older instant: the driver re-plans here anyway)
-    for x in range(n, pos, -1):
-        q = queue[x - 1]
-        queue[x] = q
-        ppos[r, q] = x
-    queue[pos] = o
-    ppos[r, o] = pos
-    pid[r, o] = si[r, PLAN_ID]
-    si[r, PLAN_N] = n + 1
-    _grow_tables(r, n + 1, si, shape_p)
+    _queue_in(r, pos, o, si, pqueue, pid, ppos, shape_p)  # (the queue as the cut left it)
     for k in range(pints[r, 3], pints[r, 4]):
         if pdef[r, k] >= pos:
             pdef[r, k] += 1
@@ -1159,24 +1173,14 @@ def _extend(
             return False
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
-    queue = pqueue[r]
-    n = si[r, PLAN_N]
     for a in range(k):
         c = ext[s, a]
-        pos = _after_key(prim, s, queue, n, prim[s, c]) if order == ORDER_EFFICACY else n
+        n = si[r, PLAN_N]
+        pos = _after_key(prim, s, pqueue[r], n, prim[s, c]) if order == ORDER_EFFICACY else n
         if pos < pints[r, 1]:
             return False
-        for x in range(n, pos, -1):
-            q = queue[x - 1]
-            queue[x] = q
-            ppos[r, q] = x
-        queue[pos] = c
-        ppos[r, c] = pos
-        pid[r, c] = si[r, PLAN_ID]
+        _queue_in(r, pos, c, si, pqueue, pid, ppos, shape_p)
         pstate[r, c] = 3
-        n += 1
-    si[r, PLAN_N] = n
-    _grow_tables(r, n, si, shape_p)
     si[r, PLAN_NSTARTS] = 0
     si[s, EXT_N] = 0
     g[G_PLANS] += 1
@@ -1196,6 +1200,65 @@ def _planned(s: int, si: np.ndarray) -> None:
         si[s, CURRENT] = CUR_ROW
     si[s, EXT] = 1
     si[s, EXT_N] = 0
+
+
+@njit(cache=True, nogil=True)
+def _new_pass(
+    s: int,
+    now: float,
+    local: int,
+    order: int,
+    si: np.ndarray,
+    g: np.ndarray,
+    slot_job: np.ndarray,
+    slot_alive: np.ndarray,
+    prim: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    exp_end: np.ndarray,
+    run_list: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    scratch_f: np.ndarray,
+    scratch_i: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+    eq: np.ndarray,
+    eqn: np.ndarray,
+    held: np.ndarray,
+    ext: np.ndarray,
+) -> None:
+    """The driver's new pass at site ``s`` (it was touched since its plan), into its plan row
+    ``si[s, ROW]``, then ``FRESH``: the spare when it is that very pass (:func:`_swap_in`), else
+    the plan extended when that is exact (:func:`_extend`, conservative only), else a pass
+    (:func:`_plan`); each counted as one."""
+    if _swap_in(s, now, si, g, pnow):
+        si[s, CURRENT] = CUR_ROW
+    else:
+        if local != LOCAL_CONSERVATIVE or not _extend(
+            s, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints, ptz, pnow, ff,
+            shape_p, pbound,
+        ):  # fmt: skip
+            _plan(
+                si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
+                exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff,
+                shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held,
+            )  # fmt: skip
+        _planned(s, si)
+    si[s, FRESH] = 1
 
 
 @njit(cache=True, nogil=True)
@@ -1494,21 +1557,11 @@ def run_loop(
             if si[s, QCOUNT] == 0 or _min_width(wc, s, si[s, CAP]) > si[s, FREE]:
                 continue
             if not si[s, FRESH]:
-                if _swap_in(s, now, si, g, pnow):
-                    si[s, CURRENT] = CUR_ROW
-                else:
-                    if local != LOCAL_CONSERVATIVE or not _extend(
-                        s, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints, ptz,
-                        pnow, ff, shape_p, pbound,
-                    ):  # fmt: skip
-                        _plan(
-                            si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs,
-                            est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn,
-                            held,
-                        )  # fmt: skip
-                    _planned(s, si)
-                si[s, FRESH] = 1
+                _new_pass(
+                    s, now, local, order, si, g, slot_job, slot_alive, prim, procs, est, exp_end, run_list, pqueue,
+                    pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
+                    shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held, ext,
+                )  # fmt: skip
             rs = si[s, ROW]
             denied = False
             for x in range(si[rs, PLAN_NSTARTS]):
@@ -1538,21 +1591,11 @@ def run_loop(
                         )  # fmt: skip
                     st = pstate[rt, o]
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
-                        if _swap_in(t, now, si, g, pnow):
-                            si[t, CURRENT] = CUR_ROW
-                        else:
-                            if local != LOCAL_CONSERVATIVE or not _extend(
-                                t, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints,
-                                ptz, pnow, ff, shape_p, pbound,
-                            ):  # fmt: skip
-                                _plan(
-                                    rt, t, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs,
-                                    est, exp_end, run_list, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
-                                    pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef,
-                                    pbound, eq, eqn, held,
-                                )  # fmt: skip
-                            _planned(t, si)
-                        si[t, FRESH] = 1
+                        _new_pass(
+                            t, now, local, order, si, g, slot_job, slot_alive, prim, procs, est, exp_end, run_list,
+                            pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p,
+                            shape_d, shape_start, scratch_f, scratch_i, pdef, pbound, eq, eqn, held, ext,
+                        )  # fmt: skip
                         rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
                     if in_plan and pstate[rt, o] == 3 and wanted:
