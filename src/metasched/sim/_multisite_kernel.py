@@ -611,9 +611,10 @@ def _place_to(
     (else it stays in state 3; see :func:`~metasched.policy.local._conservative_kernel.place`)."""
     table = si[r, TABLE]
     n = si[r, PLAN_N]
-    # never stop early (empty bounds; a local array: a global one is read-only to numba and would
-    # give ``place`` a second compiled copy)
-    never = np.empty(0, dtype=np.float64)
+    # never stop early (empty bounds: an empty view of a row array, of the same type as the bounds
+    # of :func:`_plan`, allocates nothing on this hot path; a global empty array would be read-only
+    # to numba and give ``place`` a second compiled copy)
+    never = pbound[r, :0]
     code = place(
         si[s, CAP],
         pnow[r],
