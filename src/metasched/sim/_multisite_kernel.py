@@ -898,20 +898,26 @@ def _copy_row(
         pstate[b, q] = pstate[a, q]
         pstart[b, q] = pstart[a, q]
         ppos[b, q] = x
-    pstarts[b, :ns] = pstarts[a, :ns]
-    steps = pints[a, 0]
-    times[b, :steps] = times[a, :steps]
-    frees[b, :steps] = frees[a, :steps]
-    pints[b] = pints[a]
-    ptz[b, 0] = ptz[a, 0]
+    _copy_head(pstarts, a, b, ns)
+    _copy_head(times, a, b, pints[a, 0])
+    _copy_head(frees, a, b, pints[a, 0])
+    _copy_head(pints, a, b, pints.shape[1])
+    _copy_head(ptz, a, b, ptz.shape[1])
     pnow[b] = pnow[a]
-    ff[b, : cap + 1] = ff[a, : cap + 1]
-    shape_p[b, : 2 * table] = shape_p[a, : 2 * table]
-    shape_d[b, : 2 * table] = shape_d[a, : 2 * table]
-    shape_start[b, : 2 * table] = shape_start[a, : 2 * table]
-    tail = pints[a, 4]
-    pdef[b, :tail] = pdef[a, :tail]
-    pbound[b, :tail] = pbound[a, :tail]
+    _copy_head(ff, a, b, cap + 1)
+    _copy_head(shape_p, a, b, 2 * table)
+    _copy_head(shape_d, a, b, 2 * table)
+    _copy_head(shape_start, a, b, 2 * table)
+    _copy_head(pdef, a, b, pints[a, 4])
+    _copy_head(pbound, a, b, pints[a, 4])
+
+
+@njit(cache=True, nogil=True)
+def _copy_head(arr: np.ndarray, a: int, b: int, k: int) -> None:
+    """``arr[b, :k] = arr[a, :k]`` (rows ``a`` != ``b``), as a loop: numba's slice assignment
+    compiles to general broadcasting code, several seconds of compile time for a plain copy."""
+    for x in range(k):
+        arr[b, x] = arr[a, x]
 
 
 @njit(cache=True, nogil=True)
@@ -925,7 +931,8 @@ def _grow_tables(r: int, n: int, si: np.ndarray, shape_p: np.ndarray) -> None:
         while 2 * n + 1 > table:
             table <<= 1
         si[r, TABLE] = table
-        shape_p[r, : 2 * table] = -1
+        for h in range(2 * table):
+            shape_p[r, h] = -1
 
 
 @njit(cache=True, nogil=True)
@@ -1358,6 +1365,8 @@ def run_loop(
     off_start = np.zeros(S, dtype=np.float64)
     off_run = np.zeros(S, dtype=np.int8)
     projected = np.zeros(S, dtype=np.int8)
+    best_v = np.zeros(S, dtype=np.float64)
+    best_s = np.zeros(S, dtype=np.int64)
     # a pass of each site's queue as it is now is kept only where projections read it
     track = local == LOCAL_CONSERVATIVE and selection == SELECT_COMPLETION and k_sites < S
 
@@ -1406,7 +1415,8 @@ def run_loop(
                 for a in range(ne):
                     views_v[a] = est[elig[a], o]
                 _sort_by_value(views_v, elig, ne)
-            projected[:] = 0
+            for t in range(S):
+                projected[t] = 0
             for e in range(ne):
                 s = elig[e]
                 views_s[e] = s
@@ -1458,8 +1468,9 @@ def run_loop(
                     # it is not among the k (inf).
                     reach = np.inf
                     if e >= k_sites:
-                        best_v = views_v[:e].copy()
-                        best_s = views_s[:e].copy()
+                        for a in range(e):
+                            best_v[a] = views_v[a]
+                            best_s[a] = views_s[a]
                         _sort_by_value(best_v, best_s, e)
                         kth_v = best_v[k_sites - 1]
                         kth_s = best_s[k_sites - 1]

@@ -464,8 +464,10 @@ def cut(
     ints[4] = tail
     if ints[1] > pos:
         ints[1] = pos
-    first_free[:] = -np.inf
-    shape_p[:] = -1
+    for p in range(first_free.shape[0]):
+        first_free[p] = -np.inf
+    for h in range(shape_p.shape[0]):
+        shape_p[h] = -1
     t_zero[0] = _first_zero(times, free, n)
 
 
