@@ -44,6 +44,7 @@ from numba import njit
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (
+    MEMO_SIZE,
     ZERO,
     base_profile,
     cut,
@@ -458,6 +459,7 @@ def _plan(
     ns = 0
     if local == LOCAL_CONSERVATIVE:
         steps = base_profile(now, free_now, rel_end, rel_procs, times[r], frees[r], ptz[r])
+        ptz[r, 1] = 0.0  # the memo emptied
         pints[r, 0] = steps
         pints[r, 1] = 0
         pints[r, 2] = free_now
@@ -488,6 +490,7 @@ def _plan(
             shape_p[r, : 2 * table],
             shape_d[r, : 2 * table],
             shape_start[r, : 2 * table],
+            ptz[r, 1:],
             queue[:n],
             procs,
             durations,
@@ -626,6 +629,7 @@ def _place_to(
         shape_p[r, : 2 * table],
         shape_d[r, : 2 * table],
         shape_start[r, : 2 * table],
+        ptz[r, 1:],
         pqueue[r, :n],
         procs,
         est[s],
@@ -721,7 +725,7 @@ def _cut_behind(
         si[r, PLAN_N] = w
         table = si[r, TABLE]
         cut(
-            times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table],
+            times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
             pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pos,
         )  # fmt: skip
     return found
@@ -1335,7 +1339,8 @@ def run_loop(
     times = np.zeros((2 * S, steps_cap), dtype=np.float64)
     frees = np.zeros((2 * S, steps_cap), dtype=np.int64)
     pints = np.zeros((2 * S, 5), dtype=np.int64)
-    ptz = np.zeros((2 * S, 1), dtype=np.float64)
+    # a plan row's floats: the first instant with none free, then the pass's memo (see ``place``)
+    ptz = np.zeros((2 * S, 1 + MEMO_SIZE), dtype=np.float64)
     pnow = np.zeros(2 * S, dtype=np.float64)
     ff = np.zeros((2 * S, max_cap + 1), dtype=np.float64)
     bits = 0

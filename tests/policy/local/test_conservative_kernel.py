@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 from metasched.model.job import Job
 from metasched.policy.base import QueueColumns, RunningJob, SiteView
 from metasched.policy.local import ConservativeBackfill
-from metasched.policy.local._conservative_kernel import base_profile, cut, place, shortest_behind
+from metasched.policy.local._conservative_kernel import (
+    MEMO,
+    MEMO_SIZE,
+    base_profile,
+    cut,
+    first_fit,
+    place,
+    shortest_behind,
+)
 from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
 from metasched.policy.priority.fcfs import Fcfs
 
@@ -157,8 +165,9 @@ def _advance_case(jobs: list[tuple[int, float, float]], h: float) -> Advanced:
     deferred = np.arange(m, dtype=np.int64)
     bound = np.array([b for _, _, b in jobs])
     _, reached = _advance(
-        times, free, ints, np.inf, np.arange(m), procs, durations, starts, state, deferred, bound, m, h
-    )
+        times, free, ints, np.inf, np.zeros(MEMO_SIZE), np.arange(m), procs, durations, starts, state, deferred,
+        bound, m, h,
+    )  # fmt: skip
     placed = {x: float(starts[x]) for x in range(m) if state[x] == 0}
     return reached, placed, [(int(deferred[k]), float(bound[k])) for k in range(ints[3], ints[4])]
 
@@ -250,6 +259,7 @@ def _new_pass(
     P["times"] = np.zeros(3 * len(procs) + len(rel_end) + 8)
     P["free"] = np.zeros(3 * len(procs) + len(rel_end) + 8, dtype=np.int64)
     P["tz"] = np.zeros(1)
+    P["memo"] = np.zeros(MEMO_SIZE)
     steps = base_profile(
         now,
         free_now,
@@ -297,6 +307,7 @@ def _run(P: dict[str, Any], procs: np.ndarray, dur: np.ndarray, until: int, earl
         P["sp"],
         P["sd"],
         P["ss"],
+        P["memo"],
         q,
         procs,
         dur,
@@ -341,25 +352,36 @@ def cut_cases(draw: st.DrawFn) -> tuple:
     return cap, now, used, rel_end, rel_procs, jobs, rounds
 
 
+def _memo_holds(P: dict[str, Any]) -> None:
+    """Every fact in the pass's memo is true of its profile as it is: no window of that shape
+    starts before that instant."""
+    memo = P["memo"]
+    for e in range(min(int(memo[0]), MEMO)):
+        p, d, at = int(memo[1 + 3 * e]), float(memo[2 + 3 * e]), float(memo[3 + 3 * e])
+        assert first_fit(P["times"], P["free"], P["ints"][0], P["now"], p, d) >= at
+
+
 @given(cut_cases())
 @settings(max_examples=400, deadline=None)
 def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
     """``cut`` then placing again (rounds of lazy requests, cuts, jobs started at the pass's
     instant taken out of the queue as a driver does): every start and the profile equal a fresh
-    pass's (with the started jobs running). (It caught a cut that lost a window's bounds merged
-    away by an earlier cut.)"""
+    pass's (with the started jobs running), and every fact of the pass's memo holds throughout.
+    (It caught a cut that lost a window's bounds merged away by an earlier cut.)"""
     cap, now, used, rel_end, rel_procs, jobs, rounds = case
     n = len(jobs)
     procs = np.array([p for p, d in jobs], dtype=np.int64)
     dur = np.array([d for p, d in jobs])
     P = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
     _run(P, procs, dur, n, True)
+    _memo_holds(P)
     started = [int(x) for x in P["queue"] if P["state"][x] == 1]
     for asks, pos in rounds:
         m = len(P["queue"])
         for x, reach in asks:
             if x < m:
                 _run(P, procs, dur, x + 1, False, reach)
+                _memo_holds(P)
         q = P["queue"]
         if pos >= P["ints"][1] or pos >= m:
             continue
@@ -373,6 +395,7 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
             P["tz"],
             P["ff"],
             P["sp"],
+            P["memo"],
             P["queue"],
             procs,
             dur,
@@ -382,7 +405,9 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
             pos,
         )
         assert all(P["times"][k] < P["times"][k + 1] for k in range(P["ints"][0] - 1))
+        _memo_holds(P)
         _run(P, procs, dur, len(keep), False)
+        _memo_holds(P)
         R = _new_pass(
             cap,
             now,

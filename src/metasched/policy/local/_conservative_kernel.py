@@ -53,6 +53,11 @@ TOO_WIDE = -1
 #: the machine has): no job could ever be placed.
 NO_END = -2
 
+#: Entries of a pass's memo of shapes with no fit before an instant (see :func:`_dominated`).
+MEMO = 8
+#: Length of the memo's array: a count, then (width, estimate, instant) per entry.
+MEMO_SIZE = 1 + 3 * MEMO
+
 
 @njit(cache=True, nogil=True)
 def base_profile(
@@ -85,6 +90,42 @@ def base_profile(
             n += 1
     t_zero[0] = _first_zero(times, free, n)
     return n
+
+
+@njit(cache=True, nogil=True)
+def _dominated(memo: np.ndarray, p: int, duration: float, limit: float) -> bool:
+    """Whether a job of ``p`` processors for ``duration`` surely has no fit starting before
+    ``limit``: some shape in the memo is no wider and no longer and has no fit before an instant
+    at or after ``limit``.
+
+    The memo (``memo[0]``: entries noted; entry ``e`` at ``memo[1 + 3 * (e % MEMO)]``: width,
+    estimate, instant) holds the last ``MEMO`` facts "no window of this shape starts in the pass
+    before this instant", noted by :func:`_note` when a job is put off. Exact: a window of ``p``
+    processors for ``duration`` that fits from some instant contains one of a narrower, shorter
+    shape that fits from the same instant; the profile only loses processors within a pass
+    (:func:`cut`, which gives some back, and a new pass empty the memo), so a fact noted stays
+    true. A job with no fit before ``limit`` is put off exactly as its walk would have put it off.
+    """
+    m = int(memo[0])
+    if m > MEMO:
+        m = MEMO
+    for e in range(m):
+        k = 1 + 3 * e
+        if memo[k + 2] >= limit and memo[k] <= p and memo[k + 1] <= duration:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _note(memo: np.ndarray, p: int, duration: float, at: float) -> None:
+    """Note in the memo (see :func:`_dominated`) that no window of ``p`` processors for
+    ``duration`` starts in the pass before ``at``."""
+    m = int(memo[0])
+    k = 1 + 3 * (m % MEMO)
+    memo[k] = p
+    memo[k + 1] = duration
+    memo[k + 2] = at
+    memo[0] = m + 1
 
 
 @njit(cache=True, nogil=True)
@@ -268,6 +309,7 @@ def _advance(
     free: np.ndarray,
     ints: np.ndarray,
     zero: float,
+    memo: np.ndarray,
     queue: np.ndarray,
     procs: np.ndarray,
     durations: np.ndarray,
@@ -311,12 +353,18 @@ def _advance(
             q = queue[x]
             p = procs[q]
             duration = durations[q]
-            start, i, j = _walk(times, free, n, _bisect(times, n, b), b, p, duration, h)
+            known = _dominated(memo, p, duration, h)
+            if known:
+                start, i, j = np.inf, ZERO, ZERO  # (no fit before the horizon: what the walk finds)
+            else:
+                start, i, j = _walk(times, free, n, _bisect(times, n, b), b, p, duration, h)
             if i >= n:
                 ints[0] = NO_END
                 return zero, h
             if start == np.inf:
                 b = h
+                if not known:
+                    _note(memo, p, duration, h)
             elif start + duration <= h or start + duration <= kept:
                 if duration > 0 and p != 0:
                     n, zero = _put(times, free, n, i, j, start, start + duration, p, zero)
@@ -405,6 +453,7 @@ def cut(
     t_zero: np.ndarray,
     first_free: np.ndarray,
     shape_p: np.ndarray,
+    memo: np.ndarray,
     queue: np.ndarray,
     procs: np.ndarray,
     durations: np.ndarray,
@@ -468,6 +517,7 @@ def cut(
         first_free[p] = -np.inf
     for h in range(shape_p.shape[0]):
         shape_p[h] = -1
+    memo[0] = 0.0
     t_zero[0] = _first_zero(times, free, n)
 
 
@@ -483,6 +533,7 @@ def place(
     shape_p: np.ndarray,
     shape_d: np.ndarray,
     shape_start: np.ndarray,
+    memo: np.ndarray,
     queue: np.ndarray,
     procs: np.ndarray,
     durations: np.ndarray,
@@ -556,7 +607,7 @@ def place(
             # the horizon moved out to ``reach`` as far as the deferred jobs allow
             ints[0] = n
             zero, limit = _advance(
-                times, free, ints, zero, queue, procs, durations, starts, state, deferred, bound, until, reach
+                times, free, ints, zero, memo, queue, procs, durations, starts, state, deferred, bound, until, reach
             )
             t_zero[0] = zero
             if ints[0] == NO_END:
@@ -623,7 +674,9 @@ def place(
         limit_x = reach if x == target else horizon
         resolve_all = False
         if limit_x > now or x == target:
-            if after < limit_x:
+            # (a shape the memo shows cannot start before the limit is put off with no walk)
+            known = after < limit_x and _dominated(memo, p, duration, limit_x)
+            if after < limit_x and not known:
                 start, i, j = _walk(times, free, n, _bisect(times, n, after), after, p, duration, limit_x)
             if (
                 start != np.inf
@@ -636,7 +689,7 @@ def place(
                 # still reaches past, every deferred job ahead is placed first (below)
                 ints[0] = n
                 zero, limit_x = _advance(
-                    times, free, ints, zero, queue, procs, durations, starts, state, deferred, bound, x,
+                    times, free, ints, zero, memo, queue, procs, durations, starts, state, deferred, bound, x,
                     start + duration,
                 )  # fmt: skip
                 if ints[0] == NO_END:
@@ -657,6 +710,8 @@ def place(
                 bound[ints[4]] = start
                 deferred[ints[4]] = x
                 ints[4] += 1
+                if not known:
+                    _note(memo, p, duration, start)
                 shape_p[h] = p
                 shape_d[h] = duration
                 shape_start[h] = start

@@ -192,6 +192,7 @@ class _ColumnPass:
         "first_free",
         "free",
         "ints",
+        "memo",
         "now",
         "positions",
         "procs",
@@ -209,7 +210,7 @@ class _ColumnPass:
     def __init__(self, view: SiteView, columns: QueueColumns, queue: np.ndarray, now: float) -> None:
         # Imported on first use: numba takes ~0.6 s to import, which no command line should pay
         # unless it plans on columns.
-        from metasched.policy.local._conservative_kernel import base_profile, shortest_behind
+        from metasched.policy.local._conservative_kernel import MEMO_SIZE, base_profile, shortest_behind
 
         running = view.running_by_end if view.running_by_end is not None else view.running
         m = len(running)
@@ -224,6 +225,7 @@ class _ColumnPass:
         self.times = np.empty(m + 2 * n + 2, dtype=np.float64)
         self.free = np.empty(m + 2 * n + 2, dtype=np.int64)
         self.t_zero = np.empty(1, dtype=np.float64)
+        self.memo = np.zeros(MEMO_SIZE, dtype=np.float64)
         steps = base_profile(
             now,
             view.free_procs,
@@ -264,6 +266,7 @@ class _ColumnPass:
             self.shape_p,
             self.shape_d,
             self.shape_start,
+            self.memo,
             self.queue,
             self.procs,
             self.durations,
