@@ -237,14 +237,33 @@ def _put(
 ) -> tuple[int, float]:
     """Take ``p`` processors over ``[start, end)`` (steps ``i`` to ``j`` of :func:`_walk`), adding
     the breakpoints; the new number of steps and first instant with none free."""
-    if j == n or times[j] != end:
-        _insert(times, free, n, j, end, free[j - 1])
-        n += 1
-    if times[i] != start:
-        _insert(times, free, n, i + 1, start, free[i])
-        n += 1
+    if (j == n or times[j] != end) and times[i] != start:
+        # both breakpoints new: the steps behind the window move back two places at once (as the
+        # two insertions below would leave them, each moving them one place)
+        f_end = free[j - 1]
+        f_start = free[i]
+        for k in range(n - 1, j - 1, -1):
+            times[k + 2] = times[k]
+            free[k + 2] = free[k]
+        times[j + 1] = end
+        free[j + 1] = f_end
+        for k in range(j - 1, i, -1):
+            times[k + 1] = times[k]
+            free[k + 1] = free[k]
+        times[i + 1] = start
+        free[i + 1] = f_start
+        n += 2
         i += 1
         j += 1
+    else:
+        if j == n or times[j] != end:
+            _insert(times, free, n, j, end, free[j - 1])
+            n += 1
+        if times[i] != start:
+            _insert(times, free, n, i + 1, start, free[i])
+            n += 1
+            i += 1
+            j += 1
     for k in range(i, j):
         free[k] -= p
         if free[k] < 1 and times[k] < zero:
