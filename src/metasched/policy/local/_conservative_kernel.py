@@ -346,7 +346,9 @@ def _advance(
     before the horizon stays deferred, its bound raised to the horizon; any other (its fit
     starts before the horizon and ends after it and after a bound ahead) lowers the horizon to
     that start and stays deferred with it as its bound. Returns the new first instant with none
-    free and the final horizon ``h'`` (``NO_END`` in ``ints[0]`` when the profile ran out).
+    free and the final horizon ``h'`` (``NO_END`` in ``ints[0]`` when the profile ran out). A job
+    whose shape the pass's ``memo`` shows has no fit before the horizon is kept without a walk (what
+    the walk would find, see :func:`_dominated`); one whose walk finds none is noted there.
 
     Exact: every job still deferred starts, in the pass without deferral, at or after its bound
     (a fit in a profile with at least as many processors free is a lower bound), and every
@@ -600,6 +602,10 @@ def place(
     after ``H``. The deferred jobs are placed before any job asked for on demand behind them,
     and before continuing past the early stop. So every start is the one of the pass without
     deferral.
+
+    ``memo`` (:data:`MEMO_SIZE` floats; zeros for a new pass): the pass's memo of shapes put off with
+    no fit before an instant (:func:`_dominated`, :func:`_note`): a job it shows cannot start before
+    its limit is put off without a walk, as the walk would have put it off.
 
     ``reach`` (on demand only; ``inf``: exact): the caller only needs the last job's start if
     its window ends before ``reach``. Then the deferred jobs are first advanced to ``reach``
