@@ -691,6 +691,7 @@ def _cut_behind(
     ff: np.ndarray,
     shape_p: np.ndarray,
     pdef: np.ndarray,
+    pbound: np.ndarray,
     cut_ok: bool,
 ) -> int:
     """Make plan row ``r`` (site ``s``) hold no window of a job queued at or behind position
@@ -726,7 +727,7 @@ def _cut_behind(
         table = si[r, TABLE]
         cut(
             times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
-            pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pos,
+            pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pbound[r], pos,
         )  # fmt: skip
     return found
 
@@ -779,7 +780,7 @@ def _prefix_to(
             return -1
     behind = _cut_behind(
         r, s, pos, si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, shape_p,
-        pdef, cut_ok,
+        pdef, pbound, cut_ok,
     )  # fmt: skip
     if behind < 0:
         return -1
@@ -1092,7 +1093,7 @@ def _take_out_copy(
         return False
     if _cut_behind(
         r, s, ppos[r, o], si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
-        shape_p, pdef, CUT_OK,
+        shape_p, pdef, pbound, CUT_OK,
     ) < 0:  # fmt: skip
         return False
     pos = ppos[r, o]

@@ -402,10 +402,15 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
             P["starts"],
             P["state"],
             P["def"],
+            P["bound"],
             pos,
         )
         assert all(P["times"][k] < P["times"][k + 1] for k in range(P["ints"][0] - 1))
         _memo_holds(P)
+        for x, reach in asks:  # requests again, with the bounds of jobs still deferred from before the cut
+            if x < len(keep):
+                _run(P, procs, dur, x + 1, False, reach)
+                _memo_holds(P)
         _run(P, procs, dur, len(keep), False)
         _memo_holds(P)
         R = _new_pass(

@@ -348,7 +348,9 @@ def _advance(
     that start and stays deferred with it as its bound. Returns the new first instant with none
     free and the final horizon ``h'`` (``NO_END`` in ``ints[0]`` when the profile ran out). A job
     whose shape the pass's ``memo`` shows has no fit before the horizon is kept without a walk (what
-    the walk would find, see :func:`_dominated`); one whose walk finds none is noted there.
+    the walk would find, see :func:`_dominated`). Nothing is noted in the memo here: a walk from a
+    job's bound tells nothing of the profile before that bound, which after a :func:`cut` may have
+    room for that shape (the bound still holds for the job itself).
 
     Exact: every job still deferred starts, in the pass without deferral, at or after its bound
     (a fit in a profile with at least as many processors free is a lower bound), and every
@@ -384,8 +386,6 @@ def _advance(
                 return zero, h
             if start == np.inf:
                 b = h
-                if not known:
-                    _note(memo, p, duration, h)
             elif start + duration <= h or start + duration <= kept:
                 if duration > 0 and p != 0:
                     n, zero = _put(times, free, n, i, j, start, start + duration, p, zero)
@@ -481,6 +481,7 @@ def cut(
     starts: np.ndarray,
     state: np.ndarray,
     deferred: np.ndarray,
+    bound: np.ndarray,
     pos: int,
 ) -> None:
     """Take back a pass (see :func:`place`, on demand: no early stop) to the jobs ahead of queue
@@ -495,11 +496,11 @@ def cut(
     jobs behind it, and a deferred job placed after jobs behind it never saw them, see
     :func:`place`), and the deferred ones ahead keep their bounds (a bound is a fit at or after
     the horizon of its time, and the windows taken back ended before it). The search bounds
-    that assume the profile only loses processors (``first_free``, both shape tables) are
-    cleared. Steps with as many processors free as the one before are merged into it (a step
-    boundary with the same processors free on both sides changes no earliest fit: a fit from
-    the later step fails where one from the earlier fails), so the profile never has more steps
-    than a fresh pass's."""
+    that assume the profile only loses processors (``first_free``, both shape tables, the memo)
+    are cleared, and the deferred list moves to the front of its arrays. Steps with as many
+    processors free as the one before are merged into it (a step boundary with the same
+    processors free on both sides changes no earliest fit: a fit from the later step fails where
+    one from the earlier fails), so the profile never has more steps than a fresh pass's."""
     n = ints[0]
     for x in range(pos, ints[1]):
         q = queue[x]
@@ -531,7 +532,15 @@ def cut(
     tail = ints[4]
     while tail > ints[3] and deferred[tail - 1] >= pos:
         tail -= 1
-    ints[4] = tail
+    # the list moved to the front of its arrays: the jobs from ``pos`` on may be put off again, and
+    # the entries already resolved (before ``ints[3]``) would otherwise stay as dead space, which
+    # repeated cuts would grow past the arrays (sized for the queue)
+    head = ints[3]
+    for k in range(head, tail):
+        deferred[k - head] = deferred[k]
+        bound[k - head] = bound[k]
+    ints[3] = 0
+    ints[4] = tail - head
     if ints[1] > pos:
         ints[1] = pos
     for p in range(first_free.shape[0]):
