@@ -367,7 +367,9 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
     """``cut`` then placing again (rounds of lazy requests, cuts, jobs started at the pass's
     instant taken out of the queue as a driver does): every start and the profile equal a fresh
     pass's (with the started jobs running), and every fact of the pass's memo holds throughout.
-    (It caught a cut that lost a window's bounds merged away by an earlier cut.)"""
+    (It caught a cut that lost a window's bounds merged away by an earlier cut, and, with the
+    requests after a cut, a deferred list that outgrew its arrays: run it under
+    ``NUMBA_BOUNDSCHECK=1`` to see such a fault as an ``IndexError``.)"""
     cap, now, used, rel_end, rel_procs, jobs, rounds = case
     n = len(jobs)
     procs = np.array([p for p, d in jobs], dtype=np.int64)
