@@ -376,8 +376,7 @@ def _advance(
             q = queue[x]
             p = procs[q]
             duration = durations[q]
-            known = _dominated(memo, p, duration, h)
-            if known:
+            if _dominated(memo, p, duration, h):
                 start, i, j = np.inf, ZERO, ZERO  # (no fit before the horizon: what the walk finds)
             else:
                 start, i, j = _walk(times, free, n, _bisect(times, n, b), b, p, duration, h)
