@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from metasched.policy.local import ConservativeBackfill, EasyBackfill
 from metasched.policy.meta import CancelSlowerOnly, CompletionTime, KReservations, LeastLoad, MetaScheduler
 from metasched.policy.meta.reservations_base import CopyOffer, StartDecision
 from metasched.policy.priority import Efficacy
-from metasched.sim.multisite import MultiSiteResult, kernel_scheme, simulate_multisite
+from metasched.sim.multisite import JobColumns, MultiSiteResult, kernel_scheme, simulate_multisite
 from metasched.sim.replay import simulate
 from tests.sim.test_multisite import hand_jobs, scenarios, two_sites
 
@@ -101,7 +102,20 @@ def test_compiled_loop_on_a_busy_workload(config: int) -> None:
             )
         )
     meta, local = SUPPORTED[config]
-    assert_same(*both(jobs, sites, meta, local))
+    fast, reference = both(jobs, sites, meta, local)
+    assert_same(fast, reference)
+    # the same jobs handed over as columns: the same run, and Job objects with the same fields
+    columns = simulate_multisite(JobColumns.from_jobs(jobs), sites, meta, local, log=True, kernel=True)
+    assert_same(columns, reference)
+
+    def fields(js: list[Job]) -> list[tuple[object, ...]]:
+        return [
+            (j.job_id, j.submit_time, j.run_time, j.requested_time, j.requested_procs, j.home_site, j.app_class, xfer)
+            for j in js
+            for xfer in (j.attrs.get("transfer_s", 0.0),)
+        ]
+
+    assert columns.source_jobs is None and fields(columns.jobs) == fields(jobs)
 
 
 @st.composite
@@ -219,3 +233,36 @@ def test_bad_input_is_refused_by_the_compiled_loop_too() -> None:
         simulate_multisite([Job(1, 0.0, 5.0, 1.0, 1)], sites, LeastLoad(), EasyBackfill(), kernel=True)
     with pytest.raises(ValueError, match="appears twice"):
         simulate_multisite([Job(1, 0.0, 1.0, 1.0, 1)] * 2, sites, LeastLoad(), EasyBackfill(), kernel=True)
+
+
+def test_bad_columns_are_refused_as_bad_jobs_are() -> None:
+    """The checks on columns refuse what the checks on jobs refuse, naming the same first bad job."""
+    sites = [Site("a", 2)]
+    cases = [
+        [Job(1, 0.0, 1.0, 1.0, 3)],
+        [Job(1, 0.0, 5.0, 1.0, 1)],
+        [Job(1, 0.0, 1.0, 0.0, 1)],
+        [Job(1, 0.0, -1.0, 1.0, 1)],
+        [Job(1, 0.0, 1.0, 1.0, 1)] * 2,
+        [Job(1, 0.0, 1.0, 1.0, 1), Job(2, 0.0, 1.0, 1.0, 3), Job(1, 0.0, 1.0, 1.0, 1)],
+        [Job(1, 0.0, 1.0, 1.0, 1), Job(1, 0.0, 1.0, 1.0, 1), Job(2, 0.0, 1.0, 1.0, 3)],
+    ]
+    for jobs in cases:
+        with pytest.raises(ValueError) as from_jobs:
+            simulate_multisite(jobs, sites, LeastLoad(), EasyBackfill(), kernel=True)
+        with pytest.raises(ValueError) as from_columns:
+            simulate_multisite(JobColumns.from_jobs(jobs), sites, LeastLoad(), EasyBackfill(), kernel=True)
+        assert str(from_columns.value) == str(from_jobs.value)
+    good = [Job(1, 0.0, 1.0, 1.0, 1), Job(2, 0.0, 1.0, 2.0, 2)]
+    simulate_multisite(JobColumns.from_jobs(good), sites, LeastLoad(), EasyBackfill(), kernel=True)
+
+
+def test_job_columns_refuse_ragged_or_lossy_columns() -> None:
+    table = JobColumns.from_jobs([Job(1, 0.0, 1.0, 1.0, 1), Job(2, 5.0, 1.0, 2.0, 2)])
+    assert len(table) == 2 and table.requested_procs.dtype == np.int64
+    with pytest.raises(ValueError, match="requested_procs has 1 rows"):
+        replace(table, requested_procs=np.array([1]))
+    with pytest.raises(ValueError, match="cannot be held as int64"):
+        replace(table, requested_procs=np.array([1.5, 2.0]))
+    widened = replace(table, submit_time=np.array([0, 5]))  # integers widen to float64 exactly
+    assert widened.submit_time.dtype == np.float64 and widened.submit_time.tolist() == [0.0, 5.0]

@@ -63,7 +63,7 @@ from metasched.sim._multisite_codes import (
     ORDER_EFFICACY,
     SELECT_COMPLETION,
 )
-from metasched.sim.multisite import TRANSFER_ATTR, MultiSiteResult
+from metasched.sim.multisite import JobColumns, MultiSiteResult
 
 # per-site int state (columns of ``si``)
 FREE, RUN_PROCS, QCOUNT, NSLOTS, NRUN, PLAN_ID, FRESH, DIRTY, PLAN_N, PLAN_NSTARTS, TABLE, CAP = range(12)
@@ -1735,37 +1735,33 @@ def run_loop(
 
 
 def run_compiled(
-    jobs: list[Job], sites: list[Site], scheme: tuple[int, int, int, int, int], *, log: bool = False
+    jobs: list[Job] | JobColumns, sites: list[Site], scheme: tuple[int, int, int, int, int], *, log: bool = False
 ) -> MultiSiteResult:
-    """:func:`run_loop` on ``jobs`` (already checked by the driver's input checks) over
-    ``sites`` under ``scheme`` (:func:`~metasched.sim.multisite.kernel_scheme`), as a
-    :class:`~metasched.sim.multisite.MultiSiteResult` aligned with ``jobs``. The scaled times are
-    computed by the driver's formula (``site_copy``): ``time * factor + transfer``."""
+    """:func:`run_loop` on ``jobs`` (already checked by the driver's input checks; ``Job`` objects
+    or their columns) over ``sites`` under ``scheme`` (:func:`~metasched.sim.multisite.kernel_scheme`),
+    as a :class:`~metasched.sim.multisite.MultiSiteResult` aligned with ``jobs``. The scaled times
+    are computed by the driver's formula (``site_copy``): ``time * factor + transfer``."""
     k, selection, decide, local, order = scheme
-    n = len(jobs)
+    table = jobs if isinstance(jobs, JobColumns) else JobColumns.from_jobs(jobs)
+    n = len(table)
     n_sites = len(sites)
     # job order (submit_time, job_id): a stable sort by id, then by submit time
-    all_submit = np.array([j.submit_time for j in jobs], dtype=np.float64)
-    ids = np.array([j.job_id for j in jobs], dtype=np.int64)
-    perm = np.lexsort((ids, all_submit)).tolist()
-    ordered = [jobs[i] for i in perm]
+    all_submit = table.submit_time
+    perm = np.lexsort((table.job_id, all_submit))
     submit = all_submit[perm]
-    procs = np.array([j.requested_procs for j in ordered], dtype=np.int64)
-    run_time = np.array([j.run_time for j in ordered], dtype=np.float64)
-    req_time = np.array([j.requested_time for j in ordered], dtype=np.float64)
-    home = np.array([j.home_site for j in ordered], dtype=np.int64)
-    size = np.array([j.attrs.get(TRANSFER_ATTR, 0.0) for j in ordered], dtype=np.float64)
-    classes = [j.app_class for j in ordered]
-    kinds = sorted(set(classes))
-    index = {c: i for i, c in enumerate(kinds)}
-    kind_of = np.array([index[c] for c in classes], dtype=np.int64)
+    procs = table.requested_procs[perm]
+    run_time = table.run_time[perm]
+    req_time = table.requested_time[perm]
+    home = table.home_site[perm]
+    size = table.transfer_s[perm]
+    kinds, kind_of = np.unique(table.app_class[perm], return_inverse=True)
     est = np.empty((n_sites, n), dtype=np.float64)
     run = np.empty((n_sites, n), dtype=np.float64)
     best = np.full(n, np.inf)
     # the driver's formula (``site_copy``), elementwise with the same float operations:
     # ``time * factor + transfer`` (transfer 0.0 at home or with no home)
     for s, site in enumerate(sites):
-        factor = np.array([site.time_factor(c) for c in kinds], dtype=np.float64)[kind_of]
+        factor = np.array([site.time_factor(c) for c in kinds.tolist()], dtype=np.float64)[kind_of]
         transfer = np.where((home >= 0) & (home != s), size, 0.0)
         own = run_time * factor
         run[s] = own + transfer
@@ -1792,7 +1788,7 @@ def run_compiled(
     if g[G_ERROR] == ERR_NO_END:
         raise ValueError("the running jobs hold more processors than a site has")
     if g[G_ERROR] != 0:
-        missing = [ordered[o].job_id for o in np.flatnonzero(~np.isfinite(end_time))[:5]]
+        missing = [int(table.job_id[perm[o]]) for o in np.flatnonzero(~np.isfinite(end_time))[:5]]
         raise AssertionError(f"compiled event loop: jobs never ran: {missing}")
     inv = np.empty(n, dtype=np.int64)
     inv[perm] = np.arange(n)
@@ -1802,18 +1798,19 @@ def run_compiled(
 
     events = None
     if log:
-        ordered_ids = [j.job_id for j in ordered]
+        ordered_ids = table.job_id[perm].tolist()
         events = [
             (float(t), EVENTS[kind], ordered_ids[o], int(s))
             for t, (kind, o, s) in zip(lgt[: g[G_NLOG]].tolist(), lg[: g[G_NLOG]].tolist(), strict=True)
         ]
     return MultiSiteResult(
-        jobs=list(jobs),
+        table=table,
+        source_jobs=None if isinstance(jobs, JobColumns) else list(jobs),
         sites=list(sites),
         start_time=back(start_time),
         end_time=back(end_time),
         site=back(site_of),
-        procs=np.array([j.requested_procs for j in jobs], dtype=np.int64),
+        procs=table.requested_procs.astype(np.int64),
         run_time=back(run_time),
         best_run_time=back(best),
         copies=back(n_copies),

@@ -23,10 +23,10 @@ from metasched.sim.multisite import MultiSiteResult
 
 def summarise_multisite(result: MultiSiteResult) -> dict[str, Any]:
     """Summary metrics of a complete multi-site run (flat dict of numbers, ready for a CSV row)."""
-    n = len(result.jobs)
+    n = len(result.table)
     if n == 0:
         return {"jobs": 0}
-    submit = np.array([j.submit_time for j in result.jobs], dtype=float)
+    submit = result.table.submit_time
     start, end = result.start_time, result.end_time
     if not np.all(np.isfinite(end)):
         raise ValueError("the run has jobs that never completed")

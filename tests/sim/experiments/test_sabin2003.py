@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from metasched.cli.main import app
 from metasched.model import Job
 from metasched.sim.experiments import sabin2003 as exp
+from metasched.sim.multisite import JobColumns
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"
@@ -61,6 +62,16 @@ def test_shared_table1_reference_is_p2sc() -> None:
     assert t.time_factors()[3, 0] == pytest.approx(20.328 / 24.2)
 
 
+#: Table 1's shape (four machines, the P2SC the reference), made-up times
+FOUR_MACHINES = [
+    ["benchmark", "nodes", "Origin", "SP WN", "T3E", "IBM SP (P2SC 160 MHz)"],
+    ["A", "8", "10", "30", "20", "15"],
+    ["B", "16", "12", "9", "6", "10"],
+    ["C", "32", "40", "41", "30", "35"],
+    ["D", "64", "8", "20", "12", "16"],
+]
+
+
 def base_jobs() -> list[Job]:
     return [Job(i + 1, 100.0 + 50 * i, 10.0 * (i + 1), 20.0 * (i + 1), 1 + i % 3) for i in range(6)]
 
@@ -92,6 +103,44 @@ def test_draw_workload_leaves_the_cached_copies_as_they_are() -> None:
     assert fields(merged) == before
     assert [j.run_time for j in w] == [2.0 * j.run_time for j in merged]
     assert all("transfer_s" in j.attrs for j in w)
+
+
+def four_machines(tmp_path: Path) -> exp.Table1:
+    path = tmp_path / "t4.csv"
+    path.write_text("".join(",".join(row) + "\n" for row in FOUR_MACHINES))
+    return exp.read_table1(path)
+
+
+def test_draw_columns_draws_the_jobs_draw_workload_draws(tmp_path: Path) -> None:
+    """The sweep's columns (no Job objects) hold exactly the jobs of :func:`draw_workload`."""
+    data = exp.TraceData("T", base_jobs(), 4, four_machines(tmp_path))
+    for load, transfer in ((1.0, False), (1.6, True), (2.0, True)):
+        jobs = exp.draw_workload(data.copies, n_benchmarks=4, load=load, seed=5, transfer=transfer)
+        cols = exp.draw_columns(data.columns, n_benchmarks=4, load=load, seed=5, transfer=transfer)
+        want = JobColumns.from_jobs(jobs)
+        for name in ("job_id", "submit_time", "run_time", "requested_time", "requested_procs", "home_site"):
+            assert np.array_equal(getattr(cols, name), getattr(want, name)), name
+        assert np.array_equal(cols.app_class, want.app_class) and np.array_equal(cols.transfer_s, want.transfer_s)
+
+
+@pytest.mark.parametrize("scheme", sorted(exp.SCHEMES))
+def test_the_sweeps_fast_path_gives_the_reference_rows(scheme: str, tmp_path: Path) -> None:
+    """Every scheme's row from columns through the compiled loop equals the row of the Python
+    driver on Job objects (the reference), floats bit for bit, at two loads."""
+    jobs = [
+        Job(
+            i + 1,
+            37.0 * i + (i % 5) * 11.0,
+            40.0 + (i * 53) % 400,
+            60.0 + (i * 53) % 400 + (i * 31) % 300,
+            1 + (i * 7) % 8,
+        )
+        for i in range(40)
+    ]
+    data = exp.TraceData("T", jobs, 8, four_machines(tmp_path))
+    for load in (1.0, 1.8):
+        task = exp.Task("T", load, scheme)
+        assert exp.run_task(task, data, 3) == exp.run_task(task, data, 3, kernel=False)
 
 
 def test_every_figure_names_known_schemes() -> None:

@@ -29,7 +29,7 @@ import csv
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from metasched.policy.meta.least_load import LeastLoad
 from metasched.policy.meta.reservations_base import Selection
 from metasched.policy.priority import REGISTRY as ORDER_REGISTRY
 from metasched.sim.metrics import write_rows_csv
-from metasched.sim.multisite import TRANSFER_ATTR, simulate_multisite
+from metasched.sim.multisite import TRANSFER_ATTR, JobColumns, simulate_multisite
 from metasched.sim.multisite_metrics import summarise_multisite
 from metasched.sim.replay import simulate
 from metasched.workload import transforms
@@ -146,6 +146,28 @@ def draw_workload(
         if transfer:
             job.attrs[TRANSFER_ATTR] = size * 8.0 / TRANSFER_BPS
     return out
+
+
+def draw_columns(base: JobColumns, *, n_benchmarks: int, load: float, seed: int, transfer: bool = False) -> JobColumns:
+    """:func:`draw_workload` on columns: ``base`` is the merged copies in submit order
+    (:attr:`TraceData.columns`); the same draws and the same float operations, so the same jobs
+    (tested) without building ``Job`` objects."""
+    if not (load > 0 and math.isfinite(load)):
+        raise ValueError(f"load_factor: f must be a positive finite number, got {load}")
+    n = len(base)
+    rng = np.random.default_rng(seed)
+    classes = rng.integers(0, n_benchmarks, size=n)
+    sizes = rng.uniform(*SIZE_RANGE_BYTES, size=n)
+    return JobColumns(
+        job_id=base.job_id,
+        submit_time=base.submit_time,
+        run_time=base.run_time * load,
+        requested_time=base.requested_time * load,
+        requested_procs=base.requested_procs,
+        home_site=base.home_site,
+        app_class=classes,
+        transfer_s=sizes * 8.0 / TRANSFER_BPS if transfer else np.zeros(n),
+    )
 
 
 def build_workload(
@@ -332,6 +354,12 @@ class TraceData:
         kept (every task of a sweep starts from it: ~0.3 s saved per task). Not to be changed."""
         return site_copies(self.jobs, n_sites=len(self.table.machines))
 
+    @cached_property
+    def columns(self) -> JobColumns:
+        """:attr:`copies` in submit order (ties in input order, as ``transforms.load_factor``
+        orders them), as columns: what :func:`draw_columns` starts from."""
+        return JobColumns.from_jobs(transforms.load_factor(self.copies, 1.0))
+
 
 def run_task(
     task: Task, data: TraceData, seed: int, *, compiled: bool = True, kernel: bool | None = None
@@ -340,25 +368,40 @@ def run_task(
     pure Python (the reference path of :func:`simulate_multisite`; same rows); ``kernel=False``
     runs the Python driver instead of the compiled event loop (same rows)."""
     scheme = SCHEMES[task.scheme]
-    jobs = draw_workload(
-        data.copies, n_benchmarks=len(data.table.benchmarks), load=task.load, seed=seed, transfer=scheme.transfer
+    fast = compiled and kernel is not False
+    nb = len(data.table.benchmarks)
+    # the compiled loop runs on columns (no Job objects: same rows, tested); the other paths on Jobs
+    jobs: list[Job] | JobColumns = (
+        draw_columns(data.columns, n_benchmarks=nb, load=task.load, seed=seed, transfer=scheme.transfer)
+        if fast
+        else draw_workload(data.copies, n_benchmarks=nb, load=task.load, seed=seed, transfer=scheme.transfer)
     )
     order = lookup(ORDER_REGISTRY, scheme.order, "queue order")()
     local = lookup(LOCAL_REGISTRY, scheme.local, "local scheduler")(order=order)
     row: dict[str, Any] = {"trace": task.trace, "load_factor": task.load, "scheme": task.scheme}
     if scheme.single_site:
-        single = [
-            j.copy(run_time=j.run_time / SINGLE_SITE_SCALE, requested_time=j.requested_time / SINGLE_SITE_SCALE)
-            for j in jobs
-        ]
-        if compiled and kernel is not False:
+        if isinstance(jobs, JobColumns):
             # the compiled multi-site loop with this one site (a job can only go there, at the
             # reference speed): the same schedule as :func:`simulate` (tested), several times faster
+            single = replace(
+                jobs,
+                run_time=jobs.run_time / SINGLE_SITE_SCALE,
+                requested_time=jobs.requested_time / SINGLE_SITE_SCALE,
+            )
             one = simulate_multisite(single, [Site("single", data.procs)], LeastLoad(k=1), local)
-            submit = np.array([j.submit_time for j in single], dtype=np.float64)
-            start, end, procs, ran = one.start_time, one.end_time, one.procs, one.run_time
+            submit, start, end, procs, ran = (
+                single.submit_time, one.start_time, one.end_time, one.procs, one.run_time,
+            )  # fmt: skip
         else:
-            sched = simulate(single, data.procs, local, compiled=compiled)
+            sched = simulate(
+                [
+                    j.copy(run_time=j.run_time / SINGLE_SITE_SCALE, requested_time=j.requested_time / SINGLE_SITE_SCALE)
+                    for j in jobs
+                ],
+                data.procs,
+                local,
+                compiled=compiled,
+            )
             submit, start, end, procs, ran = (
                 sched.submit_time, sched.start_time, sched.end_time, sched.procs, sched.run_time,
             )  # fmt: skip
@@ -366,7 +409,7 @@ def run_task(
         span = float(end.max() - start.min())
         busy = float((procs * ran).sum())
         row.update(
-            jobs=len(single),
+            jobs=len(jobs),
             mean_turnaround=float(turnaround.mean()),
             max_turnaround=float(turnaround.max()),
             mean_wait=float((start - submit).mean()),
