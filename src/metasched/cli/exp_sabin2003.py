@@ -83,7 +83,7 @@ def sabin2003(
         head = (
             f"Redrawn by --replot from runs.csv ({len(rows)} simulations); see that run's own summary for its timing."
         )
-        _write_outputs(out, rows, figures, traces, [k for k in exp.SCHEMES if k in have], loads, head)
+        _write_outputs(out, rows, figures, traces, [k for k in exp.SCHEMES if k in have], loads, head, workers)
         return
     if jobs <= 0:
         raise typer.BadParameter(f"--jobs must be positive, got {jobs}")
@@ -136,7 +136,7 @@ def sabin2003(
     head = (
         f"{n_tasks} simulations in {elapsed:.1f} s with {workers} worker(s); seed {seed}; {jobs} jobs per trace copy."
     )
-    _write_outputs(out, rows, figures, list(data), schemes, loads, head)
+    _write_outputs(out, rows, figures, list(data), schemes, loads, head, workers)
     console.print(f"wrote {out}/runs.csv, fig*.csv, fig*.png, summary.md ({elapsed:.1f} s)")
 
 
@@ -148,12 +148,13 @@ def _write_outputs(
     schemes: list[str],
     loads: list[float],
     head: str,
+    workers: int,
 ) -> None:
-    """Figures (CSV + PNG), summary.md and the table on the console, from the sweep's rows."""
+    """Figures (CSV + PNG, drawn by ``workers`` processes), summary.md and the table on the
+    console, from the sweep's rows."""
     for n in figures:
-        fig = exp.FIGURES[n]
-        exp.write_csv(out / f"fig{n:02d}.csv", exp.figure_rows(rows, fig))
-        exp.plot_figure(out / f"fig{n:02d}.png", rows, fig, traces)
+        exp.write_csv(out / f"fig{n:02d}.csv", exp.figure_rows(rows, exp.FIGURES[n]))
+    exp.plot_figures(out, rows, figures, traces, workers=workers)
     command = "metasched experiment sabin2003 " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     notes = [
         head,

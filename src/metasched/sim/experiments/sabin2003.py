@@ -573,6 +573,22 @@ def plot_figure(path: Path, rows: Sequence[dict[str, Any]], fig: Figure, traces:
     plt.close(panels)
 
 
+def plot_figures(
+    out: Path, rows: Sequence[dict[str, Any]], figures: Sequence[int], traces: Sequence[str], *, workers: int = 1
+) -> None:
+    """``figNN.png`` for each figure number (:func:`plot_figure`), drawn by ``workers`` forked
+    processes (matplotlib draws ~0.5 s a figure; 14 figures on 2 cores: 7.8 -> ~4.5 s)."""
+    calls = [(out / f"fig{n:02d}.png", rows, FIGURES[n], traces) for n in figures]
+    import multiprocessing as mp
+
+    if workers > 1 and len(calls) > 1 and "fork" in mp.get_all_start_methods():
+        with mp.get_context("fork").Pool(min(workers, len(calls))) as pool:
+            pool.starmap(plot_figure, calls, chunksize=1)
+    else:
+        for call in calls:
+            plot_figure(*call)
+
+
 def _series(rows: Sequence[dict[str, Any]], trace: str, scheme: str, metric: str) -> np.ndarray | None:
     pts = sorted((r["load_factor"], r[metric]) for r in rows if r["trace"] == trace and r["scheme"] == scheme)
     return np.array([p[1] for p in pts], dtype=float) if pts else None
