@@ -205,3 +205,22 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert other.exit_code != 0 and "written for other inputs" in other.output
     bad = CliRunner().invoke(app, ["experiment", "sabin2003", "--figure", "15", "--out", str(out)])
     assert bad.exit_code != 0 and "figures 1-14" in bad.output
+
+
+RESULTS = REPO / "docs" / "results" / "sabin2003-5000"
+
+
+def test_the_committed_full_size_results_are_one_consistent_sweep(tmp_path: Path) -> None:
+    """docs/results/sabin2003-5000 (linked from the README) holds the full sweep, and each
+    figure's CSV is what this code derives from its runs.csv (so a change to the schemes or
+    figures that leaves the published results behind fails here)."""
+    from metasched.cli.exp_sabin2003 import _read_runs
+
+    rows = _read_runs(RESULTS / "runs.csv")
+    cells = {(r["trace"], r["load_factor"], r["scheme"]) for r in rows}
+    assert cells == {(t, f, s) for t in ("CTC", "SDSC") for f in exp.LOAD_FACTORS for s in exp.SCHEMES}
+    assert len(rows) == len(cells) and all(r["jobs"] == 20000 for r in rows)
+    for n, fig in exp.FIGURES.items():
+        exp.write_csv(tmp_path / f"fig{n:02d}.csv", exp.figure_rows(rows, fig))
+        assert (tmp_path / f"fig{n:02d}.csv").read_bytes() == (RESULTS / f"fig{n:02d}.csv").read_bytes(), n
+        assert (RESULTS / f"fig{n:02d}.png").stat().st_size > 10_000
