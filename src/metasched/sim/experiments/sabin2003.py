@@ -31,6 +31,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -464,10 +465,11 @@ def _compile_placement(few: TraceData) -> None:
     simulate(few.jobs, few.procs, lookup(LOCAL_REGISTRY, "conservative", "local scheduler")(), compiled=True)
 
 
-def _compile_aside(few: TraceData) -> Any:
+def _compile_aside(few: TraceData) -> BaseProcess | None:
     """A process compiling the placement kernel while this one compiles the event loop, which
     calls it: numba loads a callee from its on-disk cache when it is there by the time the caller
-    needs it, so the two compilations overlap (cold cache: ~46 -> ~35 s wall on 2 cores; both
+    needs it, so the two compilations overlap (cold cache: ~46 -> ~42 s wall on 2 cores: this
+    process reaches ``place`` before the helper is done and compiles part of it too; both
     compile the same code either way, so nothing changes if the helper is late or its cache write
     is lost). ``None`` where processes are not forked."""
     import multiprocessing as mp
