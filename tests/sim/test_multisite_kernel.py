@@ -223,6 +223,11 @@ def test_unsupported_schemes_fall_back_to_the_driver() -> None:
     assert_same(
         auto, simulate_multisite(hand_jobs(), two_sites(), CompletionTime(k=2), ConservativeBackfill(), log=True)
     )
+    # columns given to a scheme the loop does not port: the driver runs on the Job objects built from them
+    table = JobColumns.from_jobs(hand_jobs())
+    from_columns = simulate_multisite(table, two_sites(), Picky(k=2), ConservativeBackfill(), log=True)
+    assert_same(from_columns, auto)
+    assert from_columns.table.job_id.tolist() == [j.job_id for j in hand_jobs()]
 
 
 def test_bad_input_is_refused_by_the_compiled_loop_too() -> None:
