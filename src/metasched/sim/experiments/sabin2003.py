@@ -139,14 +139,21 @@ def draw_workload(
     job a random benchmark (``app_class``) and, with ``transfer``, a data-transfer time in
     ``attrs["transfer_s"]``."""
     out = transforms.load_factor(merged, load)  # new Job objects: ``merged`` is left as it is
-    rng = np.random.default_rng(seed)
-    classes = rng.integers(0, n_benchmarks, size=len(out))
-    sizes = rng.uniform(*SIZE_RANGE_BYTES, size=len(out))
-    for job, cls, size in zip(out, classes.tolist(), sizes.tolist(), strict=True):
+    classes, transfer_s = _draws(len(out), n_benchmarks, seed)
+    for job, cls, seconds in zip(out, classes.tolist(), transfer_s.tolist(), strict=True):
         job.app_class = cls
         if transfer:
-            job.attrs[TRANSFER_ATTR] = size * 8.0 / TRANSFER_BPS
+            job.attrs[TRANSFER_ATTR] = seconds
     return out
+
+
+def _draws(n: int, n_benchmarks: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``n`` jobs' benchmark (``app_class``) and data-transfer time (s), drawn from
+    ``seed`` alone: the one source of :func:`draw_workload`'s and :func:`draw_columns`' draws."""
+    rng = np.random.default_rng(seed)
+    classes = rng.integers(0, n_benchmarks, size=n)
+    sizes = rng.uniform(*SIZE_RANGE_BYTES, size=n)
+    return classes, sizes * 8.0 / TRANSFER_BPS
 
 
 def draw_columns(base: JobColumns, *, n_benchmarks: int, load: float, seed: int, transfer: bool = False) -> JobColumns:
@@ -155,10 +162,7 @@ def draw_columns(base: JobColumns, *, n_benchmarks: int, load: float, seed: int,
     (tested) without building ``Job`` objects."""
     if not (load > 0 and math.isfinite(load)):
         raise ValueError(f"load_factor: f must be a positive finite number, got {load}")
-    n = len(base)
-    rng = np.random.default_rng(seed)
-    classes = rng.integers(0, n_benchmarks, size=n)
-    sizes = rng.uniform(*SIZE_RANGE_BYTES, size=n)
+    classes, transfer_s = _draws(len(base), n_benchmarks, seed)
     return JobColumns(
         job_id=base.job_id,
         submit_time=base.submit_time,
@@ -167,7 +171,7 @@ def draw_columns(base: JobColumns, *, n_benchmarks: int, load: float, seed: int,
         requested_procs=base.requested_procs,
         home_site=base.home_site,
         app_class=classes,
-        transfer_s=sizes * 8.0 / TRANSFER_BPS if transfer else np.zeros(n),
+        transfer_s=transfer_s if transfer else np.zeros(len(base)),
     )
 
 
@@ -579,7 +583,7 @@ def plot_figures(
     out: Path, rows: Sequence[dict[str, Any]], figures: Sequence[int], traces: Sequence[str], *, workers: int = 1
 ) -> None:
     """``figNN.png`` for each figure number (:func:`plot_figure`), drawn by ``workers`` forked
-    processes (matplotlib draws ~0.5 s a figure; 14 figures on 2 cores: 7.8 -> ~4.5 s)."""
+    processes (matplotlib draws ~0.5 s a figure; 14 figures on 2 cores: 7.8 -> 3.9 s)."""
     calls = [(out / f"fig{n:02d}.png", rows, FIGURES[n], traces) for n in figures]
     import multiprocessing as mp
 
