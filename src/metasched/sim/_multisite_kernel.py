@@ -39,8 +39,8 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-from numba import njit
 
+from metasched._jit import njit
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (

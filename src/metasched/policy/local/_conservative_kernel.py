@@ -33,7 +33,8 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-from numba import njit
+
+from metasched._jit import njit
 
 
 def i64(value: int) -> int:
