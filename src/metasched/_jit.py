@@ -1,4 +1,4 @@
-"""numba's ``njit``, for metasched's compiled kernels, with the optimisation level they are built at.
+"""numba's ``njit`` (and ``types``), for metasched's compiled kernels, with the optimisation level they are built at.
 
 numba compiles a kernel the first time it is called (and caches it on disk, ``cache=True``), at
 the LLVM optimisation level ``NUMBA_OPT`` (numba's default: 3). Measured on the kernels of
@@ -21,6 +21,6 @@ import os
 
 os.environ.setdefault("NUMBA_OPT", "1")
 
-from numba import njit  # (after the default above: numba reads it when imported)
+from numba import njit, types  # (after the default above: numba reads it when imported)
 
-__all__ = ["njit"]
+__all__ = ["njit", "types"]

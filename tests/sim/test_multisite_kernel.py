@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +22,8 @@ from metasched.policy.local import ConservativeBackfill, EasyBackfill
 from metasched.policy.meta import CancelSlowerOnly, CompletionTime, KReservations, LeastLoad, MetaScheduler
 from metasched.policy.meta.reservations_base import CopyOffer, StartDecision
 from metasched.policy.priority import Efficacy
+from metasched.sim import _multisite_kernel as kernel_module
+from metasched.sim._multisite_kernel import COMPILE_STAGES, compile_kernels
 from metasched.sim.multisite import JobColumns, MultiSiteResult, kernel_scheme, simulate_multisite
 from metasched.sim.replay import simulate
 from tests.sim.test_multisite import hand_jobs, scenarios, two_sites
@@ -271,3 +278,48 @@ def test_job_columns_refuse_ragged_or_lossy_columns() -> None:
         replace(table, requested_procs=np.array([1.5, 2.0]))
     widened = replace(table, submit_time=np.array([0, 5]))  # integers widen to float64 exactly
     assert widened.submit_time.dtype == np.float64 and widened.submit_time.tolist() == [0.0, 5.0]
+
+
+# the compiled loop, compiled the way any run compiles it (from a cold cache: numba types each kernel
+# as the loop calls it); prints the kernels whose signature ``kernel_signature`` gets wrong
+_TYPED_BY_THE_LOOP = """
+import json
+import metasched.sim._multisite_kernel as k
+from metasched.policy.local import ConservativeBackfill
+from metasched.policy.meta import CompletionTime
+from metasched.policy.priority import Efficacy
+from metasched.sim.multisite import simulate_multisite
+from tests.sim.test_multisite import hand_jobs, two_sites
+
+meta = CompletionTime(k=1, selection="completion")
+simulate_multisite(hand_jobs(), two_sites(), meta, ConservativeBackfill(order=Efficacy()), kernel=True)
+names = [n for stage in k.COMPILE_STAGES for share in stage for n in share] + ["run_loop"]
+print(json.dumps([n for n in names if list(getattr(k, n).signatures) != [k.kernel_signature(n)]]))
+"""
+
+
+def test_the_parallel_compile_gives_each_kernel_the_signature_the_loop_calls_it_with(tmp_path: Path) -> None:
+    """``compile_kernels`` compiles each kernel for the argument types named by ``kernel_signature``;
+    they must be the ones the event loop calls it with, or its work would be lost (a second copy)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _TYPED_BY_THE_LOOP], env=env, capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_compile_kernels_then_the_loop_runs_on_them() -> None:
+    """After the kernels are compiled (or loaded) on two processes, this process holds the loop and
+    its own shares, one signature each (the helper's kernels reach it through the loop, or through
+    numba's cache when the loop is typed here), and the loop's results are the driver's."""
+    compile_kernels()
+    mine = [n for _, share in COMPILE_STAGES for n in share] + ["run_loop"]
+    assert {n: list(getattr(kernel_module, n).signatures) for n in mine} == {
+        n: [kernel_module.kernel_signature(n)] for n in mine
+    }
+    meta, local = CompletionTime(k=1, selection="completion"), ConservativeBackfill(order=Efficacy())
+    assert_same(
+        simulate_multisite(hand_jobs(), two_sites(), meta, local, kernel=True),
+        simulate_multisite(hand_jobs(), two_sites(), meta, local, kernel=False),
+    )

@@ -36,11 +36,11 @@ the two rows trade places when that pass is the very plan the driver makes next 
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
-from metasched._jit import njit
+from metasched._jit import njit, types
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (
@@ -1732,6 +1732,127 @@ def run_loop(
         if not np.isfinite(end_time[o]):
             g[G_ERROR] = ERR_NEVER_RAN
             return
+
+
+# ---------------------------------------------------------------------------- compiling in parallel
+
+
+def _arrays(names: str, dtype: types.Type, ndim: int) -> dict[str, tuple[types.Type, int]]:
+    return dict.fromkeys(names.split(), (dtype, ndim))
+
+
+# The arrays :func:`run_loop` hands its kernels, by parameter name: (dtype, dimensions). All are
+# C-contiguous, writable and aligned (allocated by ``run_loop`` or :func:`run_compiled`).
+_ARRAYS = {
+    **_arrays(
+        "si ext slot_job slot_of wc run_list pqueue pstarts pid ppos frees pints shape_p pdef eq lg", types.int64, 2
+    ),
+    **_arrays("held slot_alive pstate", types.int8, 2),
+    **_arrays("prim est run pstart times ptz ff shape_d shape_start pbound sf", types.float64, 2),
+    **_arrays("procs site_procs run_pos run_site eqn scratch_i hs hj g site_of n_copies messages", types.int64, 1),
+    **_arrays("attempts out jobs sites", types.int64, 1),
+    **_arrays("submit run_start exp_end pnow scratch_f ht start_time end_time run_time gf lgt v", types.float64, 1),
+}
+_SCALARS = {"int": types.int64, "float": types.float64, "bool": types.boolean}
+
+#: Which process compiles which kernels, in two stages (:func:`compile_kernels`): per stage, the
+#: helper's share, then this process's. A share's callees are in it or in an earlier stage, except
+#: ``_extend``, which the helper compiles first in stage 2 and this process needs only after
+#: ``_plan`` (if it is late, this process compiles it too: the same code, only time is lost).
+#: Balanced on compile times measured (BENCHMARKS.md, "Compiling in parallel"); :func:`run_loop`
+#: itself comes last, in this process.
+COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        ("_place_to",),
+        (
+            "_heap_pop",
+            "_heap_push",
+            "_log",
+            "_release",
+            "_remove_copy",
+            "_queue_add",
+            "_queue_remove",
+            "_min_width",
+            "_sort_by_value",
+            "_eq_insert",
+            "_build_queue",
+            "_copy_row",
+            "_retime_row",
+            "_queue_in",
+            "_swap_in",
+            "_planned",
+            "_cut_behind",
+        ),
+    ),
+    (
+        ("_extend", "_prefix_to", "_start_from_plan", "_insert_copy", "_take_out_copy"),
+        ("_plan", "_new_pass"),
+    ),
+)
+
+
+def kernel_signature(name: str) -> tuple[types.Type, ...]:
+    """The argument types :func:`run_loop` calls kernel ``name`` of this module with, from its
+    parameters' names and annotations (``int``, ``float``, ``bool``; arrays by :data:`_ARRAYS`).
+    ``tests/sim/test_multisite_kernel.py`` checks they are the ones numba compiles for the loop."""
+    fn = globals()[name].py_func
+    sig: list[types.Type] = []
+    for param, hint in fn.__annotations__.items():
+        if param == "return":
+            continue
+        if hint == "np.ndarray":
+            dtype, ndim = _ARRAYS[param]
+            sig.append(types.Array(dtype, ndim, "C"))
+        else:
+            sig.append(_SCALARS[hint])
+    return tuple(sig)
+
+
+def precompile(names: tuple[str, ...]) -> None:
+    """Compile the kernels ``names`` of this module for :func:`run_loop`'s argument types (or load
+    them from numba's on-disk cache), with their callees."""
+    for name in names:
+        globals()[name].compile(kernel_signature(name))
+
+
+def _compile_helper(ready: Any, go: Any) -> None:
+    (first, _), (second, _) = COMPILE_STAGES
+    precompile(first)
+    ready.set()
+    go.wait()
+    precompile(second)
+
+
+def compile_kernels() -> None:
+    """Compile the event loop and every kernel it calls, or load them from numba's on-disk cache,
+    on two cores: a forked helper compiles its shares of :data:`COMPILE_STAGES` (writing them to
+    the cache) while this process compiles its own; each stage starts when the shares it needs
+    are done; this process then compiles :func:`run_loop`, loading the helper's kernels from the
+    cache. Cold cache: ~37 s of compiling in ~25 s of wall time (BENCHMARKS.md); a warm one: each
+    kernel loaded. Where processes are not forked, or the helper fails, this process compiles what
+    it misses itself (numba checks the cache before compiling: the same kernels either way)."""
+    import multiprocessing as mp
+
+    (_, mine_first), (_, mine_second) = COMPILE_STAGES
+    helper = None
+    if "fork" in mp.get_all_start_methods():
+        ctx = mp.get_context("fork")
+        ready, go = ctx.Event(), ctx.Event()
+        helper = ctx.Process(target=_compile_helper, args=(ready, go), daemon=True)
+        helper.start()
+    try:
+        precompile(mine_first)
+        if helper is not None:
+            go.set()
+            while not ready.wait(0.05) and helper.is_alive():
+                pass
+        precompile(mine_second)
+        if helper is not None:
+            helper.join()
+    finally:
+        if helper is not None and helper.is_alive():
+            helper.terminate()
+    precompile(("run_loop",))
 
 
 def run_compiled(

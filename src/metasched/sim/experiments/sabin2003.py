@@ -31,7 +31,6 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -449,40 +448,17 @@ def _cost(task: Task) -> float:
 
 
 def warm_up(data: dict[str, TraceData], schemes: Sequence[str], seed: int) -> None:
-    """Run each scheme once on a few jobs, so that the compiled kernels (numba: ~45 CPU s when
-    its cache is cold) are compiled or loaded here: once before a sweep's workers fork (they
-    inherit them), or before timing runs (``bench/bench_sabin.py``)."""
+    """Compile the compiled event loop's kernels (numba: ~37 CPU s when its cache is cold, on both
+    cores: :func:`~metasched.sim._multisite_kernel.compile_kernels`) or load them, then run each
+    scheme once on a few jobs: once before a sweep's workers fork (they inherit them), or before
+    timing runs (``bench/bench_sabin.py``)."""
+    from metasched.sim._multisite_kernel import compile_kernels
+
     first = next(iter(data.values()))
     few = TraceData(first.name, first.jobs[:20], first.procs, first.table)
-    aside = _compile_aside(few) if any(SCHEMES[s].local == "conservative" for s in schemes) else None
-    try:
-        for scheme in schemes:
-            run_task(Task(first.name, 1.0, scheme), few, seed)
-    finally:
-        if aside is not None:
-            aside.join()
-
-
-def _compile_placement(few: TraceData) -> None:
-    """Compile the conservative placement kernel (``policy/local/_conservative_kernel.py``) by a
-    single-site replay of a few jobs: numba writes it to its on-disk cache."""
-    simulate(few.jobs, few.procs, lookup(LOCAL_REGISTRY, "conservative", "local scheduler")(), compiled=True)
-
-
-def _compile_aside(few: TraceData) -> BaseProcess | None:
-    """A process compiling the placement kernel while this one compiles the event loop, which
-    calls it: numba loads a callee from its on-disk cache when it is there by the time the caller
-    needs it, so the two compilations overlap (cold cache: ~46 -> ~42 s wall on 2 cores: this
-    process reaches ``place`` before the helper is done and compiles part of it too; both
-    compile the same code either way, so nothing changes if the helper is late or its cache write
-    is lost). ``None`` where processes are not forked."""
-    import multiprocessing as mp
-
-    if "fork" not in mp.get_all_start_methods():
-        return None
-    proc = mp.get_context("fork").Process(target=_compile_placement, args=(few,), daemon=True)
-    proc.start()
-    return proc
+    compile_kernels()
+    for scheme in schemes:
+        run_task(Task(first.name, 1.0, scheme), few, seed)
 
 
 def run_sweep(
