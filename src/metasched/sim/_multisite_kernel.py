@@ -1828,7 +1828,7 @@ def compile_kernels() -> None:
     on two cores: a forked helper compiles its shares of :data:`COMPILE_STAGES` (writing them to
     the cache) while this process compiles its own; each stage starts when the shares it needs
     are done; this process then compiles :func:`run_loop`, loading the helper's kernels from the
-    cache. Cold cache: ~37 s of compiling in ~25 s of wall time (BENCHMARKS.md); a warm one: each
+    cache. Cold cache: ~37 s of compiling in 26-29 s of wall time (BENCHMARKS.md); a warm one: each
     kernel loaded. Where processes are not forked, or the helper fails, this process compiles what
     it misses itself (numba checks the cache before compiling: the same kernels either way)."""
     import multiprocessing as mp
