@@ -18,9 +18,46 @@ written at another level is used as it is.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any, cast
+
+import numpy as np
 
 os.environ.setdefault("NUMBA_OPT", "1")
 
 from numba import njit, types  # (after the default above: numba reads it when imported)
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-__all__ = ["njit", "types"]
+__all__ = ["move", "njit", "types"]
+
+
+@intrinsic
+def _move(typingctx: Any, arr: Any, dst: Any, src: Any, count: Any) -> Any:
+    """``arr[dst:dst + count] = arr[src:src + count]`` for a contiguous 1-D array, the ranges
+    allowed to overlap, as one ``memmove`` (callable from compiled code only). No bounds are
+    checked: the caller keeps both ranges within the array and ``count >= 0``.
+
+    Why: the profile kernels open room for a breakpoint by moving every step behind it one or two
+    places. Written as an element loop, numba's index wrap-around test on each access keeps LLVM
+    from turning it into a block move, and the loop took ~10% of the dearest simulations
+    (BENCHMARKS.md, "Moves as memmove"); the moved values are the same."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
+        return None
+    if not all(isinstance(a, types.Integer) for a in (dst, src, count)):
+        return None
+    sig = types.none(arr, dst, src, count)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        itemsize = context.get_abi_sizeof(context.get_data_type(signature.args[0].dtype))
+        to = builder.gep(array.data, [args[1]])
+        start = builder.gep(array.data, [args[2]])
+        cgutils.raw_memmove(builder, to, start, args[3], itemsize)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+#: :func:`_move` as the kernels call it (numba passes the typing context itself).
+move = cast(Callable[[np.ndarray, int, int, int], None], _move)

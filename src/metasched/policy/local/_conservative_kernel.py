@@ -34,7 +34,7 @@ from typing import cast
 
 import numpy as np
 
-from metasched._jit import njit
+from metasched._jit import move, njit
 
 
 def i64(value: int) -> int:
@@ -172,9 +172,9 @@ def shortest_behind(
 
 @njit(cache=True, nogil=True)
 def _insert(times: np.ndarray, free: np.ndarray, n: int, at: int, t: float, f: int) -> None:
-    for k in range(n, at, -1):
-        times[k] = times[k - 1]
-        free[k] = free[k - 1]
+    if n > at:
+        move(times, at + 1, at, n - at)
+        move(free, at + 1, at, n - at)
     times[at] = t
     free[at] = f
 
@@ -243,14 +243,14 @@ def _put(
         # two insertions below would leave them, each moving them one place)
         f_end = free[j - 1]
         f_start = free[i]
-        for k in range(n - 1, j - 1, -1):
-            times[k + 2] = times[k]
-            free[k + 2] = free[k]
+        if n > j:
+            move(times, j + 2, j, n - j)
+            move(free, j + 2, j, n - j)
         times[j + 1] = end
         free[j + 1] = f_end
-        for k in range(j - 1, i, -1):
-            times[k + 1] = times[k]
-            free[k + 1] = free[k]
+        if j - 1 > i:
+            move(times, i + 2, i + 1, j - 1 - i)
+            move(free, i + 2, i + 1, j - 1 - i)
         times[i + 1] = start
         free[i + 1] = f_start
         n += 2
