@@ -489,7 +489,7 @@ def _plan(
             ff[r],
             shape_p[r, : 2 * table],
             shape_d[r, : 2 * table],
-            shape_start[r, : 2 * table],
+            shape_start[r, : 4 * table],
             ptz[r, 1:],
             queue[:n],
             procs,
@@ -628,7 +628,7 @@ def _place_to(
         ff[r],
         shape_p[r, : 2 * table],
         shape_d[r, : 2 * table],
-        shape_start[r, : 2 * table],
+        shape_start[r, : 4 * table],
         ptz[r, 1:],
         pqueue[r, :n],
         procs,
@@ -909,10 +909,10 @@ def _copy_row(
     _copy_head(pints, a, b, pints.shape[1])
     _copy_head(ptz, a, b, ptz.shape[1])
     pnow[b] = pnow[a]
-    _copy_head(ff, a, b, cap + 1)
+    _copy_head(ff, a, b, 2 * (cap + 1))
     _copy_head(shape_p, a, b, 2 * table)
     _copy_head(shape_d, a, b, 2 * table)
-    _copy_head(shape_start, a, b, 2 * table)
+    _copy_head(shape_start, a, b, 4 * table)
     _copy_head(pdef, a, b, pints[a, 4])
     _copy_head(pbound, a, b, pints[a, 4])
 
@@ -1343,7 +1343,8 @@ def run_loop(
     # a plan row's floats: the first instant with none free, then the pass's memo (see ``place``)
     ptz = np.zeros((2 * S, 1 + MEMO_SIZE), dtype=np.float64)
     pnow = np.zeros(2 * S, dtype=np.float64)
-    ff = np.zeros((2 * S, max_cap + 1), dtype=np.float64)
+    # a plan row's first instant with ``p`` free, then the step hints (see ``place``)
+    ff = np.zeros((2 * S, 2 * (max_cap + 1)), dtype=np.float64)
     bits = 0
     v = 2 * (n + 1) + 1
     while v > 0:
@@ -1352,7 +1353,7 @@ def run_loop(
     tmax = 1 << max(4, bits)
     shape_p = np.full((2 * S, 2 * tmax), -1, dtype=np.int64)
     shape_d = np.zeros((2 * S, 2 * tmax), dtype=np.float64)
-    shape_start = np.zeros((2 * S, 2 * tmax), dtype=np.float64)
+    shape_start = np.zeros((2 * S, 4 * tmax), dtype=np.float64)  # (twice the table: the step hints)
     pdef = np.zeros((2 * S, n + 1), dtype=np.int64)
     eq = np.zeros((S, n), dtype=np.int64)
     eqn = np.zeros(S, dtype=np.int64)

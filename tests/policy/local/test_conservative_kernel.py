@@ -17,6 +17,9 @@ from metasched.policy.local import ConservativeBackfill
 from metasched.policy.local._conservative_kernel import (
     MEMO,
     MEMO_SIZE,
+    _bisect,
+    _hint,
+    _seek,
     base_profile,
     cut,
     first_fit,
@@ -270,11 +273,11 @@ def _new_pass(
         P["tz"],
     )
     P["ints"] = np.array([steps, 0, free_now, 0, 0], dtype=np.int64)
-    P["ff"] = np.full(cap + 1, -np.inf)
+    P["ff"] = np.full(2 * (cap + 1), -np.inf)  # (with room for the step hints)
     table = 1 << max(4, (2 * n + 1).bit_length())
     P["sp"] = np.full(2 * table, -1, dtype=np.int64)
     P["sd"] = np.zeros(2 * table)
-    P["ss"] = np.zeros(2 * table)
+    P["ss"] = np.zeros(4 * table)
     P["queue"] = np.array(queue, dtype=np.int64)
     P["starts"] = np.zeros(len(procs))
     P["state"] = np.full(len(procs), 3, dtype=np.int8)
@@ -395,7 +398,7 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
             P["free"],
             P["ints"],
             P["tz"],
-            P["ff"],
+            P["ff"][: P["cap"] + 1],  # (as the loop: the first instants, not the step hints)
             P["sp"],
             P["memo"],
             P["queue"],
@@ -433,3 +436,27 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
             a = P["free"][np.searchsorted(P["times"][: P["ints"][0]], t, "right") - 1]
             b = R["free"][np.searchsorted(R["times"][: R["ints"][0]], t, "right") - 1]
             assert a == b, (t, a, b)
+
+
+@st.composite
+def _searches(draw: st.DrawFn) -> tuple[np.ndarray, int, float, int]:
+    times = np.array(sorted(draw(st.lists(st.integers(0, 60), max_size=40))), dtype=np.float64)
+    n = draw(st.integers(0, len(times)))
+    t = draw(st.one_of(st.integers(-5, 65).map(float), st.sampled_from([-np.inf, np.inf, 10.5])))
+    hint = draw(st.integers(-3, len(times) + 3))
+    return times, n, t, hint
+
+
+@given(_searches())
+@settings(max_examples=500, deadline=None)
+def test_seek_from_any_hint_is_bisect(case: tuple[np.ndarray, int, float, int]) -> None:
+    """The step hints only speed the search: from any hint (stale, out of range, past the
+    answer), ``_seek`` gives ``bisect_right(times[:n], t) - 1``, duplicates included."""
+    times, n, t, hint = case
+    expected = int(np.searchsorted(times[:n], t, side="right")) - 1
+    assert _bisect(times, n, t) == expected
+    assert _seek(times, n, t, hint) == expected
+
+
+def test_a_hint_kept_as_a_float_is_an_index_only_in_range() -> None:
+    assert [_hint(v, 5) for v in (0.0, 4.0, 5.0, -1.0, -np.inf, np.inf, np.nan, 2.0)] == [0, 4, -1, -1, -1, -1, -1, 2]

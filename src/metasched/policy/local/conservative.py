@@ -236,11 +236,11 @@ class _ColumnPass:
             self.t_zero,
         )
         self.ints = np.array([steps, 0, view.free_procs, 0, 0], dtype=np.int64)
-        self.first_free = np.full(view.total_procs + 1, -np.inf)
+        self.first_free = np.full(2 * (view.total_procs + 1), -np.inf)  # (with room for the step hints)
         table = 1 << max(4, (2 * n + 1).bit_length())
         self.shape_p = np.full(2 * table, -1, dtype=np.int64)
         self.shape_d = np.empty(2 * table, dtype=np.float64)
-        self.shape_start = np.empty(2 * table, dtype=np.float64)
+        self.shape_start = np.empty(4 * table, dtype=np.float64)
         self.deferred = np.empty(n, dtype=np.int64)
         self.bound = np.empty(n, dtype=np.float64)
         self.starts = np.empty(columns.n, dtype=np.float64)
