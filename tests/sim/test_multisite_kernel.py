@@ -323,3 +323,15 @@ def test_compile_kernels_then_the_loop_runs_on_them() -> None:
         simulate_multisite(hand_jobs(), two_sites(), meta, local, kernel=True),
         simulate_multisite(hand_jobs(), two_sites(), meta, local, kernel=False),
     )
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float64])
+def test_copy_head_copies_the_head_of_one_row_into_another_and_nothing_else(dtype: type) -> None:
+    arr = np.arange(4 * 7, dtype=np.int64).reshape(4, 7).astype(dtype)
+    before = arr.copy()
+    kernel_module._copy_head(arr, 3, 1, 5)
+    expected = before.copy()
+    expected[1, :5] = before[3, :5]
+    assert np.array_equal(arr, expected)
+    kernel_module._copy_head(arr, 0, 2, 0)  # nothing to copy
+    assert np.array_equal(arr, expected)

@@ -40,7 +40,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from metasched._jit import njit, types
+from metasched._jit import move, njit, types
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (
@@ -919,10 +919,12 @@ def _copy_row(
 
 @njit(cache=True, nogil=True)
 def _copy_head(arr: np.ndarray, a: int, b: int, k: int) -> None:
-    """``arr[b, :k] = arr[a, :k]`` (rows ``a`` != ``b``), as a loop: numba's slice assignment
-    compiles to general broadcasting code, several seconds of compile time for a plain copy."""
-    for x in range(k):
-        arr[b, x] = arr[a, x]
+    """``arr[b, :k] = arr[a, :k]`` (rows ``a`` != ``b``, ``k`` <= the row's length), as one block
+    move on the array seen flat: numba's slice assignment compiles to general broadcasting code
+    (several seconds of compile time for a plain copy), and an element loop is not turned into a
+    block copy (see :func:`~metasched._jit.move`)."""
+    width = arr.shape[1]
+    move(arr.reshape(arr.size), b * width, a * width, k)
 
 
 @njit(cache=True, nogil=True)

@@ -544,6 +544,7 @@ def cut(
     processors free on both sides changes no earliest fit: a fit from the later step fails where
     one from the earlier fails), so the profile never has more steps than a fresh pass's."""
     n = ints[0]
+    i = -1  # the step of the last window given back: a hint for the next (starts often ascend)
     for x in range(pos, ints[1]):
         q = queue[x]
         if state[q] != 0 and state[q] != 1:
@@ -556,7 +557,7 @@ def cut(
             # should an earlier cut have merged them away
             start = starts[q]
             end = start + d
-            i = _bisect(times, n, start)
+            i = _seek(times, n, start, i)
             j = i + 1
             while j < n and times[j] < end:
                 j += 1

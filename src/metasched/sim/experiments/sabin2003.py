@@ -26,6 +26,7 @@ around them; see :data:`FIGURES`.
 from __future__ import annotations
 
 import csv
+import gc
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -493,15 +494,24 @@ def run_sweep(
         import multiprocessing as mp
 
         ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
-        if ctx.get_start_method() == "fork" and tasks:
+        forked = ctx.get_start_method() == "fork" and bool(tasks)
+        if forked:
             warm_up(data, sorted({t.scheme for t in tasks}), seed)
             for d in data.values():
                 d.copies  # noqa: B018 (computed once here, inherited by the workers)
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
-            for row in pool.imap_unordered(_work, tasks):
-                rows.append(row)
-                if on_done:
-                    on_done(row)
+            # the workers' garbage collector need not walk the inputs they inherit (nor touch
+            # their pages): they live through the sweep
+            gc.collect()
+            gc.freeze()
+        try:
+            with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
+                for row in pool.imap_unordered(_work, tasks):
+                    rows.append(row)
+                    if on_done:
+                        on_done(row)
+        finally:
+            if forked:
+                gc.unfreeze()
     trace_rank = {t: i for i, t in enumerate(data)}
     scheme_rank = {s: i for i, s in enumerate(SCHEMES)}
     rows.sort(key=lambda r: (trace_rank[r["trace"]], r["load_factor"], scheme_rank[r["scheme"]]))
