@@ -235,27 +235,36 @@ def _walk(
     """``Profile.place``'s earliest-fit walk from step ``i`` (the step holding ``after``): the
     earliest ``start >= after`` with ``p`` processors free over ``[start, start + duration)``,
     with the steps ``i`` (holding ``start``) and ``j`` (the first at or after its end). Gives up
-    at a start ``>= limit`` (``start`` = ``inf``, ``i`` < ``n``); ``i`` = ``n``: the profile ran out."""
+    at a start ``>= limit`` (``start`` = ``inf``, ``i`` < ``n``); ``i`` = ``n``: the profile ran out.
+
+    The steps are counted in unsigned integers (``i`` >= 0 here: ``after`` is never before the
+    profile's first instant): numba indexes with a signed integer through a wrap-around test for
+    negative indices, which in these two loops, the hottest of the pass, cost about as much as the
+    comparisons themselves."""
+    one = np.uint64(1)
+    last = np.uint64(n)
+    k = np.uint64(i) if i > 0 else np.uint64(0)
     while True:
-        if i >= n:
+        if k >= last:
             return np.inf, n, n
-        if free[i] < p:
-            i += 1
+        if free[k] < p:
+            k += one
             continue
-        start = times[i] if times[i] > after else after
+        t = times[k]
+        start = t if t > after else after
         if start >= limit:
-            return np.inf, i, i
+            return np.inf, np.int64(k), np.int64(k)  # type: ignore[return-value]
         end = start + duration
-        j = i + 1
+        j = k + one
         fits = True
-        while j < n and times[j] < end:
+        while j < last and times[j] < end:
             if free[j] < p:
                 fits = False
                 break
-            j += 1
+            j += one
         if fits:
-            return start, i, j
-        i = j + 1
+            return start, np.int64(k), np.int64(j)  # type: ignore[return-value]
+        k = j + one
 
 
 @njit(cache=True, nogil=True)
