@@ -459,4 +459,6 @@ def test_seek_from_any_hint_is_bisect(case: tuple[np.ndarray, int, float, int]) 
 
 
 def test_a_hint_kept_as_a_float_is_an_index_only_in_range() -> None:
-    assert [_hint(v, 5) for v in (0.0, 4.0, 5.0, -1.0, -np.inf, np.inf, np.nan, 2.0)] == [0, 4, -1, -1, -1, -1, -1, 2]
+    kept = [_hint(np.array([9.0, v]), 1, 0, 5, -7) for v in (0.0, 4.0, 5.0, -1.0, -np.inf, np.inf, np.nan, 2.0)]
+    assert kept == [0, 4, -1, -1, -1, -1, -1, 2]
+    assert _hint(np.array([9.0, 2.0]), 0, 0, 5, -7) == -7  # no hints kept: the caller's fallback

@@ -220,12 +220,30 @@ def _seek(times: np.ndarray, n: int, t: float, hint: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _hint(value: float, n: int) -> int:
-    """A step hint kept as a float (see :func:`place`) as an index, or -1 when it is none (never
-    written, ``-inf``, NaN, out of range): float-to-int conversion is defined only in range."""
+def _hints_at(values: np.ndarray, keys: int) -> int:
+    """Where the step hints of the first ``keys`` entries of ``values`` are kept (right after
+    them, see :func:`place`), or 0 when ``values`` has no room for them."""
+    return keys if values.shape[0] >= 2 * keys else 0
+
+
+@njit(cache=True, nogil=True)
+def _hint(values: np.ndarray, at: int, key: int, n: int, none: int) -> int:
+    """The step hint of entry ``key`` (a float at ``values[at + key]``, see :func:`_hints_at`) as an
+    index into a profile of ``n`` steps: -1 when it is none (never written, ``-inf``, NaN, out of
+    range: float-to-int conversion is defined only in range); ``none`` when no hints are kept."""
+    if at == 0:
+        return none
+    value = values[at + key]
     if value >= 0.0 and value < n:
         return int(value)
     return -1
+
+
+@njit(cache=True, nogil=True)
+def _keep_hint(values: np.ndarray, at: int, key: int, step: int) -> None:
+    """Keep ``step`` as the step hint of entry ``key``, if hints are kept (see :func:`_hints_at`)."""
+    if at > 0:
+        values[at + key] = step
 
 
 @njit(cache=True, nogil=True)
@@ -342,7 +360,7 @@ def _resolve(
     head = ints[3]
     half = shape_p.shape[0] >> 1
     mask = half - 1
-    shape_at = shape_p.shape[0] if shape_start.shape[0] >= 2 * shape_p.shape[0] else 0  # (see :func:`place`)
+    shape_at = _hints_at(shape_start, shape_p.shape[0])
     while head < ints[4] and deferred[head] < until:
         q = queue[deferred[head]]
         p = procs[q]
@@ -353,8 +371,7 @@ def _resolve(
         h = _shape_slot(shape_p, shape_d, half, mask, p, duration)
         if shape_p[h] != -1 and shape_start[h] > after:
             after = shape_start[h]
-            if shape_at > 0:
-                hint = _hint(shape_start[shape_at + h], n)
+            hint = _hint(shape_start, shape_at, h, n, -1)
         start, i, j = _walk(times, free, n, _seek(times, n, after, hint), after, p, duration, np.inf)
         if i >= n:
             ints[0] = NO_END
@@ -364,8 +381,7 @@ def _resolve(
         shape_p[h] = p
         shape_d[h] = duration
         shape_start[h] = start
-        if shape_at > 0:
-            shape_start[shape_at + h] = i
+        _keep_hint(shape_start, shape_at, h, i)
         starts[q] = start
         state[q] = 0
         head += 1
@@ -693,8 +709,8 @@ def place(
     mask = half - 1
     stop_early = shortest.shape[0] > 0
     # where the step hints are kept, if the arrays have room for them (0: not kept)
-    ff_at = capacity + 1 if first_free.shape[0] >= 2 * (capacity + 1) else 0
-    shape_at = shape_p.shape[0] if shape_start.shape[0] >= 2 * shape_p.shape[0] else 0
+    ff_at = _hints_at(first_free, capacity + 1)
+    shape_at = _hints_at(shape_start, shape_p.shape[0])
     zero = t_zero[0]
     target = -1
     limit = reach
@@ -758,19 +774,18 @@ def place(
             after = now
             k = _seek(times, n, after, ZERO)
         else:
-            k = _seek(times, n, after, _hint(first_free[ff_at + p], n) if ff_at > 0 else -1)
+            k = _seek(times, n, after, _hint(first_free, ff_at, p, n, -1))
         while k < n and free[k] < p:
             k += 1
         if k < n and times[k] > after:
             after = times[k]
         first_free[p] = after
-        if ff_at > 0:
-            first_free[ff_at + p] = k
+        _keep_hint(first_free, ff_at, p, k)
         at = k  # the step holding ``after`` (``n``: no step from there has ``p`` free)
         h = _shape_slot(shape_p, shape_d, ZERO, mask, p, duration)
         if shape_p[h] != -1 and shape_start[h] > after:
             after = shape_start[h]
-            at = _seek(times, n, after, _hint(shape_start[shape_at + h], n) if shape_at > 0 else k)
+            at = _seek(times, n, after, _hint(shape_start, shape_at, h, n, k))
         start = np.inf
         i = 0
         j = 0
@@ -822,8 +837,7 @@ def place(
                 shape_p[h] = p
                 shape_d[h] = duration
                 shape_start[h] = start
-                if shape_at > 0:
-                    shape_start[shape_at + h] = at
+                _keep_hint(shape_start, shape_at, h, at)
                 x += 1
                 continue
         if start == np.inf or resolve_all:
@@ -850,8 +864,7 @@ def place(
         shape_p[h] = p
         shape_d[h] = duration
         shape_start[h] = start
-        if shape_at > 0:
-            shape_start[shape_at + h] = i
+        _keep_hint(shape_start, shape_at, h, i)
         starts[q] = start
         if start <= now and p <= really_free:
             state[q] = 1
