@@ -146,6 +146,26 @@ def test_a_deferred_job_left_at_the_early_stop_is_placed_when_asked_for() -> Non
     assert plan.reservations[1] == 300.0
 
 
+def test_a_job_of_a_shape_put_off_earlier_in_the_pass_is_put_off_without_a_search() -> None:
+    # 2 procs busy until 300: A (4 procs, 5 s) has no fit before 300 and is put off; A' behind it,
+    # of the same shape, cannot fit earlier (the profile only loses processors), so it is put off
+    # with A's bound, by the shape table alone: no search, no memo entry (the memo notes only A).
+    # C starts now and takes the last processors: the pass stops before E.
+    running = [RunningJob(job=job(9, 0, 300, 2), start_time=0, procs=2, expected_end=300)]
+    queue = [job(1, 0, 5, 4), job(4, 0, 5, 4), job(2, 0, 10, 2), job(3, 0, 295, 2)]
+    view = SiteView(4, 2, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
+    plan = ConservativeBackfill().plan(view, 0.0)
+    run = _pass_of(plan)
+    assert run.ints[1] == 3 and run.ints[3] == 0 and run.ints[4] == 2  # type: ignore[attr-defined]
+    assert list(run.deferred[:2]) == [0, 1] and list(run.bound[:2]) == [300.0, 300.0]  # type: ignore[attr-defined]
+    assert run.memo[0] == 1.0  # type: ignore[attr-defined]
+    assert [j.job_id for j in plan.starts] == [2]
+    # asked for, they are placed in queue order: A at 300, A' behind it at 305, E after them
+    expected = {1: 300.0, 4: 305.0, 3: 310.0}
+    assert {k: plan.reservations[k] for k in expected} == expected
+    assert dict(ConservativeBackfill().plan(replace(view, columns=None), 0.0).reservations) == expected
+
+
 Advanced = tuple[float, dict[int, float], list[tuple[int, float]]]
 
 
