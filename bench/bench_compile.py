@@ -7,7 +7,7 @@ loop and every kernel it calls either in that one process (``serial``: every sha
 ``compile_kernels``, a forked helper beside it). Then the same again with the cache now warm (loading
 only). Wall seconds, and CPU seconds of the process and its helper.
 
-    PYTHONPATH=src python bench/bench_compile.py                 # NUMBA_OPT 1 (metasched's default)
+    PYTHONPATH=src python bench/bench_compile.py                 # NUMBA_OPT 3 (metasched's default)
     PYTHONPATH=src python bench/bench_compile.py --opt 1 --opt 3 --repeat 2
 """
 
@@ -47,12 +47,12 @@ def _run(mode: str, opt: str, cache: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--opt", action="append", help="NUMBA_OPT level(s); default 1")
+    parser.add_argument("--opt", action="append", help="NUMBA_OPT level(s); default 3")
     parser.add_argument("--repeat", type=int, default=1, help="alternating rounds (the machine drifts)")
     args = parser.parse_args()
     print("mode      opt  cold wall  cold CPU  warm wall")
     for _ in range(args.repeat):
-        for opt in args.opt or ["1"]:
+        for opt in args.opt or ["3"]:
             for mode in ("serial", "parallel"):
                 with tempfile.TemporaryDirectory() as cache:
                     cold = _run(mode, opt, cache)

@@ -28,11 +28,11 @@ def _level(env_value: str | None) -> str:
     return done.stdout.strip()
 
 
-def test_kernels_compile_at_level_1_by_default() -> None:
-    assert _level(None) == "1 False"
+def test_kernels_compile_at_level_3_by_default() -> None:
+    assert _level(None) == "3 False"
 
 
-@pytest.mark.parametrize(("value", "expected"), [("3", "3 False"), ("0", "0 False")])
+@pytest.mark.parametrize(("value", "expected"), [("1", "1 False"), ("0", "0 False")])
 def test_a_level_in_the_environment_wins(value: str, expected: str) -> None:
     assert _level(value) == expected
 

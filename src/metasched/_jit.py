@@ -3,16 +3,19 @@
 numba compiles a kernel the first time it is called (and caches it on disk, ``cache=True``), at
 the LLVM optimisation level ``NUMBA_OPT`` (numba's default: 3). Measured on the kernels of
 :mod:`metasched.policy.local._conservative_kernel` and :mod:`metasched.sim._multisite_kernel`
-(BENCHMARKS.md, "Compile at -O1"): level 1 compiles them in ~37 s of CPU instead of ~47 s, and
-runs them as fast (the same seconds per simulation within the machine's spread; level 2 is no
-cheaper to compile, level 0 runs ~10x slower). The results do not depend on it: LLVM does not
-reorder floating-point operations at any level without fast-math, which the kernels never ask
-for, and the kernels' tests compare them bit for bit with the Python reference.
+(BENCHMARKS.md, "Compile at -O1" and "Repeated shapes put off at once"): level 1 compiles them in
+~37 s of CPU instead of ~47 s (level 2 is no cheaper to compile, level 0 runs ~10x slower), but
+since the thirteenth session's kernels, level 3 runs seed 000's whole sweep ~7% faster (four
+interleaved pairs of warm sweeps, every pair faster at 3), which outweighs its ~6 s of extra compile
+wall time even from a cold cache. The results do not depend on it: LLVM does not reorder
+floating-point operations at any level without fast-math, which the kernels never ask for, and
+the kernels' tests compare them bit for bit with the Python reference.
 
-So this module sets ``NUMBA_OPT=1`` as a default, before numba is imported: a value already in
-the environment wins, and where numba was imported before metasched, its configuration stands
-(only the compile time differs then). numba's on-disk cache does not record the level, so a cache
-written at another level is used as it is.
+So this module sets ``NUMBA_OPT=3`` as a default (numba's own, made explicit; it was 1 from the
+eleventh session to the thirteenth), before numba is imported: a value already in the environment
+wins, and where numba was imported before metasched, its configuration stands (only the compile
+time and speed differ then). numba's on-disk cache does not record the level, so a cache written
+at another level is used as it is (until a kernel's source changes).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any, cast
 
 import numpy as np
 
-os.environ.setdefault("NUMBA_OPT", "1")
+os.environ.setdefault("NUMBA_OPT", "3")
 
 from numba import njit, types  # (after the default above: numba reads it when imported)
 from numba.core import cgutils
