@@ -166,6 +166,27 @@ def test_a_job_of_a_shape_put_off_earlier_in_the_pass_is_put_off_without_a_searc
     assert dict(ConservativeBackfill().plan(replace(view, columns=None), 0.0).reservations) == expected
 
 
+def test_a_job_the_memo_shows_cannot_fit_before_the_horizon_is_put_off_without_a_search() -> None:
+    # 2 procs busy until 300, horizon 295 (E, the longest job narrow enough to start now). A (3
+    # procs, 5 s) has no fit before 300: put off, noted in the memo. B (4, 10) is wider and longer:
+    # the memo shows it cannot fit before the horizon either, so it is put off with the horizon as
+    # its bound, with no search (``first_free[4]`` never looked up) and no memo entry of its own.
+    # C starts now and takes the last processors: the pass stops before E.
+    running = [RunningJob(job=job(9, 0, 300, 2), start_time=0, procs=2, expected_end=300)]
+    queue = [job(1, 0, 5, 3), job(4, 0, 10, 4), job(2, 0, 10, 2), job(3, 0, 295, 2)]
+    view = SiteView(4, 2, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
+    plan = ConservativeBackfill().plan(view, 0.0)
+    run = _pass_of(plan)
+    assert run.ints[1] == 3 and run.ints[4] == 2  # type: ignore[attr-defined]
+    assert list(run.bound[:2]) == [300.0, 295.0]  # type: ignore[attr-defined]
+    assert run.memo[0] == 1.0 and run.first_free[4] == -np.inf  # type: ignore[attr-defined]
+    assert [j.job_id for j in plan.starts] == [2]
+    # asked for: A at 300, B after it (all 4 procs) at 305, E (2 procs for 295 s) after B
+    expected = {1: 300.0, 4: 305.0, 3: 315.0}
+    assert {k: plan.reservations[k] for k in expected} == expected
+    assert dict(ConservativeBackfill().plan(replace(view, columns=None), 0.0).reservations) == expected
+
+
 Advanced = tuple[float, dict[int, float], list[tuple[int, float]]]
 
 
