@@ -146,45 +146,40 @@ def test_a_deferred_job_left_at_the_early_stop_is_placed_when_asked_for() -> Non
     assert plan.reservations[1] == 300.0
 
 
-def test_a_job_of_a_shape_put_off_earlier_in_the_pass_is_put_off_without_a_search() -> None:
-    # 2 procs busy until 300: A (4 procs, 5 s) has no fit before 300 and is put off; A' behind it,
-    # of the same shape, cannot fit earlier (the profile only loses processors), so it is put off
-    # with A's bound, by the shape table alone: no search, no memo entry (the memo notes only A).
-    # C starts now and takes the last processors: the pass stops before E.
+def _put_off_case(a: tuple[int, float], b: tuple[int, float], expected: dict[int, float]) -> Any:
+    """P=4, 2 procs busy until 300; queue A (job 1), B (job 4), C (2 procs, 10 s), E (2, 295): the
+    horizon is 0 + 295 (E is the longest job narrow enough to start now). A (``a``: procs,
+    estimate) has no fit before 300 and is put off, noted in the memo; B (``b``) is put off behind
+    it; C starts now and takes the last processors, so the pass stops before E. Checks that much,
+    no memo entry for B, and that the reservations asked for are ``expected`` and the Python
+    pass's; returns the pass."""
     running = [RunningJob(job=job(9, 0, 300, 2), start_time=0, procs=2, expected_end=300)]
-    queue = [job(1, 0, 5, 4), job(4, 0, 5, 4), job(2, 0, 10, 2), job(3, 0, 295, 2)]
+    queue = [job(1, 0, a[1], a[0]), job(4, 0, b[1], b[0]), job(2, 0, 10, 2), job(3, 0, 295, 2)]
     view = SiteView(4, 2, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
     plan = ConservativeBackfill().plan(view, 0.0)
     run = _pass_of(plan)
     assert run.ints[1] == 3 and run.ints[3] == 0 and run.ints[4] == 2  # type: ignore[attr-defined]
-    assert list(run.deferred[:2]) == [0, 1] and list(run.bound[:2]) == [300.0, 300.0]  # type: ignore[attr-defined]
-    assert run.memo[0] == 1.0  # type: ignore[attr-defined]
+    assert list(run.deferred[:2]) == [0, 1] and run.memo[0] == 1.0  # type: ignore[attr-defined]
     assert [j.job_id for j in plan.starts] == [2]
-    # asked for, they are placed in queue order: A at 300, A' behind it at 305, E after them
-    expected = {1: 300.0, 4: 305.0, 3: 310.0}
     assert {k: plan.reservations[k] for k in expected} == expected
     assert dict(ConservativeBackfill().plan(replace(view, columns=None), 0.0).reservations) == expected
+    return run
+
+
+def test_a_job_of_a_shape_put_off_earlier_in_the_pass_is_put_off_without_a_search() -> None:
+    # B has A's shape (4 procs, 5 s): it cannot fit earlier than A (the profile only loses
+    # processors), so it is put off with A's bound by the shape table alone: no search, no memo
+    # entry. Asked for, they are placed in queue order: A at 300, B at 305, E after them.
+    run = _put_off_case((4, 5.0), (4, 5.0), {1: 300.0, 4: 305.0, 3: 310.0})
+    assert list(run.bound[:2]) == [300.0, 300.0]
 
 
 def test_a_job_the_memo_shows_cannot_fit_before_the_horizon_is_put_off_without_a_search() -> None:
-    # 2 procs busy until 300, horizon 295 (E, the longest job narrow enough to start now). A (3
-    # procs, 5 s) has no fit before 300: put off, noted in the memo. B (4, 10) is wider and longer:
-    # the memo shows it cannot fit before the horizon either, so it is put off with the horizon as
-    # its bound, with no search (``first_free[4]`` never looked up) and no memo entry of its own.
-    # C starts now and takes the last processors: the pass stops before E.
-    running = [RunningJob(job=job(9, 0, 300, 2), start_time=0, procs=2, expected_end=300)]
-    queue = [job(1, 0, 5, 3), job(4, 0, 10, 4), job(2, 0, 10, 2), job(3, 0, 295, 2)]
-    view = SiteView(4, 2, running=running, queue=queue, columns=columns_of(queue, Fcfs()))
-    plan = ConservativeBackfill().plan(view, 0.0)
-    run = _pass_of(plan)
-    assert run.ints[1] == 3 and run.ints[4] == 2  # type: ignore[attr-defined]
-    assert list(run.bound[:2]) == [300.0, 295.0]  # type: ignore[attr-defined]
-    assert run.memo[0] == 1.0 and run.first_free[4] == -np.inf  # type: ignore[attr-defined]
-    assert [j.job_id for j in plan.starts] == [2]
-    # asked for: A at 300, B after it (all 4 procs) at 305, E (2 procs for 295 s) after B
-    expected = {1: 300.0, 4: 305.0, 3: 315.0}
-    assert {k: plan.reservations[k] for k in expected} == expected
-    assert dict(ConservativeBackfill().plan(replace(view, columns=None), 0.0).reservations) == expected
+    # A (3 procs, 5 s); B (4, 10) is wider and longer: the memo shows it cannot fit before the
+    # horizon either, so it is put off with the horizon as its bound, with no search
+    # (``first_free[4]`` never looked up). Asked for: A at 300, B (all 4 procs) at 305, E after B.
+    run = _put_off_case((3, 5.0), (4, 10.0), {1: 300.0, 4: 305.0, 3: 315.0})
+    assert list(run.bound[:2]) == [300.0, 295.0] and run.first_free[4] == -np.inf
 
 
 Advanced = tuple[float, dict[int, float], list[tuple[int, float]]]
