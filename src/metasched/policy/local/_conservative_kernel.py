@@ -779,27 +779,21 @@ def place(
             ints[1] = x
             return TOO_WIDE
         h = _shape_slot(shape_p, shape_d, ZERO, mask, p, duration)
-        if x != target and horizon > now and shape_p[h] != -1 and shape_start[h] >= horizon:
-            # the last job of this shape in the pass starts (or is bounded) at or after the
-            # horizon: this one has no earlier fit (the profile only loses processors), so it is
-            # put off too, with that bound (or ``first_free[p]``, if later), with no search
-            start = shape_start[h]
-            if first_free[p] > start:
-                start = first_free[p]
-            bound[ints[4]] = start
-            deferred[ints[4]] = x
-            ints[4] += 1
-            x += 1
-            continue
-        if x != target and horizon > now and _dominated(memo, p, duration, horizon):
-            # a no wider, no longer shape put off in this pass has no fit before an instant at or
-            # after the horizon: nor has this one (see :func:`_dominated`), so it is put off with
-            # no search, and its shape's bound kept for the next job of that shape
+        seen = shape_p[h] != -1
+        if (
+            x != target
+            and horizon > now
+            and ((seen and shape_start[h] >= horizon) or _dominated(memo, p, duration, horizon))
+        ):
+            # no fit before the horizon, known with no search: the last job of this shape in the
+            # pass starts (or is bounded) at or after it (the profile only loses processors), or a
+            # no wider, no longer shape put off in the pass has none (see :func:`_dominated`). Put
+            # off with the best bound at hand, which its shape's entry keeps for the next one.
             start = horizon
+            if seen and shape_start[h] > start:
+                start = shape_start[h]
             if first_free[p] > start:
                 start = first_free[p]
-            if shape_p[h] != -1 and shape_start[h] > start:
-                start = shape_start[h]
             bound[ints[4]] = start
             deferred[ints[4]] = x
             ints[4] += 1
