@@ -69,13 +69,23 @@ from metasched.sim.multisite import JobColumns, MultiSiteResult
 FREE, RUN_PROCS, QCOUNT, NSLOTS, NRUN, PLAN_ID, FRESH, DIRTY, PLAN_N, PLAN_NSTARTS, TABLE, CAP = range(12)
 ROW, SPARE, CURRENT, SWAP = range(12, 16)
 EXT, EXT_N = range(16, 18)
-N_SI = 18
+SHR = 18
+N_SI = 19
 # ``CURRENT``: which row holds a pass of the site's queue as it is now (see :func:`_insert_copy`);
 # ``SWAP``: that row (the spare) is the very pass a re-plan now would make (see :func:`_swap_in`)
 CUR_NONE, CUR_ROW, CUR_SPARE = range(3)
 # ``EXT``: nothing changed at the site since its plan's pass but the ``EXT_N`` copies queued there
 # since, listed in ``ext[s]`` (at most ``EXT_CAP``), see :func:`_extend`
 EXT_CAP = 64
+# ``SHR``: nothing changed at the site since its plan's pass but the ``EXT_N`` copies taken out of its
+# queue since (cancelled or denied), listed in ``ext[s]`` (the same list: a copy queued ends this
+# state, a copy taken out ends ``EXT``), see :func:`_shrink`
+# a plan row's ints (``pints``): the five of ``place`` (steps, cursor, processors really free, head
+# and tail of the deferred list), then ``STOP``: a queue position from which on no job can start at
+# the row's instant (where its pass stopped early; ``STOP_UNKNOWN``: not known)
+STOP = 5
+N_PINTS = 6
+STOP_UNKNOWN = i64(1 << 62)
 # per-site float state (columns of ``sf``)
 QWORK, RWORK, BUSY = range(3)
 N_SF = 3
@@ -229,6 +239,7 @@ def _remove_copy(
     lg: np.ndarray,
     lgt: np.ndarray,
     g: np.ndarray,
+    ext: np.ndarray,
     now: float,
     kind: int,
     o: int,
@@ -237,7 +248,7 @@ def _remove_copy(
 ) -> None:
     """The driver's ``_remove_copy``: job ``o``'s copy (``p`` processors) leaves the queue of ``s``
     (``kind``: cancelled or denied), its queued work with it (0 once the queue is empty); the site is
-    marked for a new pass and the event logged."""
+    marked for a new pass and the event logged. The copy is listed for :func:`_shrink` (``SHR``)."""
     _queue_remove(si, slot_job, slot_alive, slot_of, wc, s, o, p)
     sf[s, QWORK] -= p * est[s, o]
     if si[s, QCOUNT] == 0:
@@ -246,6 +257,12 @@ def _remove_copy(
     si[s, FRESH] = 0
     si[s, CURRENT] = CUR_NONE
     si[s, EXT] = 0
+    if si[s, SHR]:
+        if si[s, EXT_N] < EXT_CAP:
+            ext[s, si[s, EXT_N]] = o
+            si[s, EXT_N] += 1
+        else:
+            si[s, SHR] = 0
     si[s, DIRTY] = 1
     _log(lg, lgt, g, now, kind, o, s)
 
@@ -282,6 +299,7 @@ def _release(
     si[s, FRESH] = 0
     si[s, CURRENT] = CUR_NONE
     si[s, EXT] = 0
+    si[s, SHR] = 0
     si[s, DIRTY] = 1
 
 
@@ -505,6 +523,7 @@ def _plan(
         )
         if code != 0:
             g[G_ERROR] = ERR_NO_END
+        pints[r, STOP] = pints[r, 1]
         for x in range(pints[r, 1]):
             q = queue[x]
             if pstate[r, q] == 1:
@@ -710,6 +729,7 @@ def _cut_behind(
             found = 1
     if found and cut_ok:
         si[s, SWAP] = 0
+        pints[r, STOP] = STOP_UNKNOWN
         # the jobs started from ``pos`` on leave the row's queue, as they left the site's: the pass
         # resumed at ``pos`` must not place them again (their windows stay, as running jobs')
         n = si[r, PLAN_N]
@@ -1031,6 +1051,7 @@ def _insert_copy(
         if pdef[r, k] >= pos:
             pdef[r, k] += 1
     pints[r, 1] += 1
+    pints[r, STOP] = STOP_UNKNOWN
     pstart[r, o] = start
     if start <= now:
         pstate[r, o] = 4
@@ -1130,6 +1151,7 @@ def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray
     si[s, SPARE] = si[s, ROW]
     si[s, ROW] = r
     si[s, EXT] = 0
+    si[s, SHR] = 0
     g[G_PLANS] += 1
     return True
 
@@ -1188,6 +1210,14 @@ def _extend(
             return False
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
+    if pints[r, 1] > pints[r, STOP]:
+        # a copy refused for the windows placed (on demand) behind the early stop no longer has the
+        # stop's reason: where the pass stopped is no longer a place from which on nothing can start
+        # whatever is taken back behind it (see :func:`_shrink`)
+        for a in range(k):
+            if procs[ext[s, a]] <= free:
+                pints[r, STOP] = STOP_UNKNOWN
+                break
     for a in range(k):
         c = ext[s, a]
         n = si[r, PLAN_N]
@@ -1197,6 +1227,179 @@ def _extend(
         _queue_in(r, pos, c, si, pqueue, pid, ppos, shape_p)
         pstate[r, c] = 3
     si[r, PLAN_NSTARTS] = 0
+    si[s, EXT_N] = 0
+    g[G_PLANS] += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _shrink(
+    s: int,
+    now: float,
+    si: np.ndarray,
+    g: np.ndarray,
+    held: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    ext: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> bool:
+    """The driver's new pass at site ``s`` (conservative), made from its plan when nothing changed
+    there since that plan's pass but copies taken out of its queue (``SHR``: cancelled, or denied
+    when the plan started them), after every start of the plan was taken (started or denied): the
+    plan is retimed to now, the windows from the first copy taken out that held one on are taken
+    back (:func:`~metasched.policy.local._conservative_kernel.cut`), the copies leave the queue, and
+    the pass goes on from there with its early stop, as a pass does. Counted as the pass it stands
+    for; ``False`` (nothing changed but a retime) when that cannot be done exactly.
+
+    Exact. Ahead of the first copy taken out that held a window, every window is the one a pass now
+    gives (a job's window never depends on jobs behind it; :func:`_retime_row`: the profile is the
+    same from now on, and no job could start since the plan's instant: the site is re-planned, or
+    found to fit nothing, at every instant it is touched), and no job there starts now (those that
+    could were started, or denied: taken out). The deferred jobs there keep their bounds (see
+    ``cut``); a pass goes on from a cut as from its own cursor, except that the horizon (the instant
+    before which the profile is exact, see :func:`~metasched.policy.local._conservative_kernel.place`)
+    must not pass a deferred job's bound: the longest estimates behind each position are clipped to
+    the lowest bound (a nearer horizon only defers less, the same starts). The early stop holds a
+    pass no later than before (:func:`~metasched.policy.local._conservative_kernel.shortest_behind`
+    over fewer jobs, with no more processors free), so when the first window taken back lies at or
+    behind where the plan's pass stopped (``STOP``), the profile that stop was decided on is
+    unchanged and nothing behind it can start now: the pass is not gone on with."""
+    if not si[s, SHR] or si[s, EXT_N] == 0:
+        return False
+    r = si[s, ROW]
+    plan_id = si[r, PLAN_ID]
+    k = si[s, EXT_N]
+    for a in range(si[r, PLAN_NSTARTS]):
+        if held[s, pstarts[r, a]]:
+            return False  # a start of the plan not taken yet
+    for a in range(k):
+        c = ext[s, a]
+        if pid[r, c] != plan_id or (pstate[r, c] == 4 and pnow[r] != now):
+            return False  # (a start of the plan taken back from a later instant: not handled)
+    if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
+        return False
+    n = si[r, PLAN_N]
+    first = n
+    at = n  # the first position of a copy taken out that holds a window
+    for a in range(k):
+        c = ext[s, a]
+        x = ppos[r, c]
+        if x < first:
+            first = x
+        st = pstate[r, c]
+        if st == 4:
+            pstate[r, c] = 0  # its window (the plan's start, not taken) is taken back as a reservation
+            st = 0
+        if (st == 0 or st == 1) and x < at:
+            at = x
+    queue = pqueue[r]
+    if at < n:
+        table = si[r, TABLE]
+        cut(
+            times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
+            queue[:n], procs, est[s], pstart[r], pstate[r], pdef[r], pbound[r], at,
+        )  # fmt: skip
+    for a in range(k):
+        pid[r, ext[s, a]] = -1
+    # the deferred list by job (positions change below)
+    for d in range(pints[r, 3], pints[r, 4]):
+        pdef[r, d] = queue[pdef[r, d]]
+    cursor = pints[r, 1]
+    new_cursor = cursor if cursor <= first else first
+    w = first
+    for x in range(first, n):
+        q = queue[x]
+        if pid[r, q] != plan_id:
+            continue
+        if x >= at and pstate[r, q] == 4:
+            # started by the plan (running, its window stays): it leaves the queue, as it left the
+            # site's, so that the pass going on from the cut does not place it again
+            pid[r, q] = -1
+            continue
+        queue[w] = q
+        ppos[r, q] = w
+        w += 1
+        if x < cursor:
+            new_cursor = w
+    m = w
+    w = pints[r, 3]
+    for d in range(pints[r, 3], pints[r, 4]):
+        q = pdef[r, d]
+        if pid[r, q] == plan_id:
+            pdef[r, w] = ppos[r, q]
+            pbound[r, w] = pbound[r, d]
+            w += 1
+    pints[r, 4] = w
+    si[r, PLAN_N] = m
+    pints[r, 1] = new_cursor
+    free_now = si[s, FREE]
+    pints[r, 2] = free_now
+    ns = 0
+    if at < n and at < pints[r, STOP]:
+        c = new_cursor
+        shortest = np.empty(m + 1, dtype=np.float64)
+        longest = np.empty(m + 1, dtype=np.float64)
+        shortest_behind(queue[c:m], procs, est[s], free_now, shortest[c:], longest[c:])
+        lowest = np.inf
+        for d in range(pints[r, 3], pints[r, 4]):
+            if pbound[r, d] < lowest:
+                lowest = pbound[r, d]
+        if lowest < np.inf:
+            for x in range(c, m + 1):
+                if longest[x] > lowest - now:
+                    longest[x] = lowest - now
+        table = si[r, TABLE]
+        code = place(
+            si[s, CAP],
+            now,
+            times[r],
+            frees[r],
+            pints[r],
+            ptz[r],
+            ff[r],
+            shape_p[r, : 2 * table],
+            shape_d[r, : 2 * table],
+            shape_start[r, : 4 * table],
+            ptz[r, 1:],
+            queue[:m],
+            procs,
+            est[s],
+            pstart[r],
+            pstate[r],
+            m,
+            shortest,
+            longest,
+            pdef[r],
+            pbound[r],
+            np.inf,
+        )
+        if code != 0:
+            g[G_ERROR] = ERR_NO_END
+        pints[r, STOP] = pints[r, 1]
+        for x in range(c, pints[r, 1]):
+            q = queue[x]
+            if pstate[r, q] == 1:
+                pstate[r, q] = 4
+                pstarts[r, ns] = q
+                ns += 1
+    si[r, PLAN_NSTARTS] = ns
     si[s, EXT_N] = 0
     g[G_PLANS] += 1
     return True
@@ -1214,6 +1417,7 @@ def _planned(s: int, si: np.ndarray) -> None:
     if si[s, CURRENT] != CUR_SPARE or si[si[s, ROW], PLAN_NSTARTS] > 0:
         si[s, CURRENT] = CUR_ROW
     si[s, EXT] = 1
+    si[s, SHR] = 1
     si[s, EXT_N] = 0
 
 
@@ -1259,13 +1463,20 @@ def _new_pass(
     """The driver's new pass at site ``s`` (it was touched since its plan), into its plan row
     ``si[s, ROW]``, then ``FRESH``: the spare when it is that very pass (:func:`_swap_in`), else
     the plan extended when that is exact (:func:`_extend`, conservative only), else a pass
-    (:func:`_plan`); each counted as one."""
+    (:func:`_plan`), or shrunk when only copies left its queue (:func:`_shrink`, conservative
+    only), else a pass (:func:`_plan`); each counted as one."""
     if _swap_in(s, now, si, g, pnow):
         si[s, CURRENT] = CUR_ROW
     else:
-        if local != LOCAL_CONSERVATIVE or not _extend(
-            s, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints, ptz, pnow, ff,
-            shape_p, pbound,
+        if local != LOCAL_CONSERVATIVE or not (
+            _extend(
+                s, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints, ptz, pnow, ff,
+                shape_p, pbound,
+            )
+            or _shrink(
+                s, now, si, g, held, procs, est, ext, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
+                ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+            )
         ):  # fmt: skip
             _plan(
                 si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
@@ -1341,7 +1552,7 @@ def run_loop(
     steps_cap = 3 * n + 4
     times = np.zeros((2 * S, steps_cap), dtype=np.float64)
     frees = np.zeros((2 * S, steps_cap), dtype=np.int64)
-    pints = np.zeros((2 * S, 5), dtype=np.int64)
+    pints = np.zeros((2 * S, N_PINTS), dtype=np.int64)
     # a plan row's floats: the first instant with none free, then the pass's memo (see ``place``)
     ptz = np.zeros((2 * S, 1 + MEMO_SIZE), dtype=np.float64)
     pnow = np.zeros(2 * S, dtype=np.float64)
@@ -1401,7 +1612,7 @@ def run_loop(
             for t in range(S):
                 if held[t, o]:
                     _remove_copy(
-                        si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_CANCEL, o, t, p
+                        si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, ext, now, EV_CANCEL, o, t, p
                     )
                     messages[o] += 1
         # -- submissions --
@@ -1538,6 +1749,7 @@ def run_loop(
                         si[s, EXT_N] += 1
                     else:
                         si[s, EXT] = 0
+                si[s, SHR] = 0
                 si[s, FRESH] = 0
                 si[s, DIRTY] = 1
                 _log(lg, lgt, g, now, EV_SUBMIT, o, s)
@@ -1714,7 +1926,23 @@ def run_loop(
                             continue
                         cur = si[t, CURRENT]
                         _remove_copy(
-                            si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_CANCEL, o, t, p
+                            si,
+                            sf,
+                            slot_job,
+                            slot_alive,
+                            slot_of,
+                            wc,
+                            held,
+                            est,
+                            lg,
+                            lgt,
+                            g,
+                            ext,
+                            now,
+                            EV_CANCEL,
+                            o,
+                            t,
+                            p,
                         )
                         if track and cur != CUR_NONE and _take_out_copy(
                             t, o, cur, si, g, procs, est, held, pqueue, pstarts, pid, pstate, pstart, ppos, times,
@@ -1723,7 +1951,7 @@ def run_loop(
                             si[t, CURRENT] = CUR_SPARE
                 else:
                     _remove_copy(
-                        si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, now, EV_DENY, o, s, p
+                        si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, ext, now, EV_DENY, o, s, p
                     )
                     g[G_DENIALS] += 1
                     denied = True
@@ -1788,7 +2016,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         ),
     ),
     (
-        ("_extend", "_prefix_to", "_start_from_plan", "_insert_copy", "_take_out_copy"),
+        ("_extend", "_shrink", "_prefix_to", "_start_from_plan", "_insert_copy", "_take_out_copy"),
         ("_plan", "_new_pass"),
     ),
 )
