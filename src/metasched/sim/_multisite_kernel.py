@@ -1926,24 +1926,9 @@ def run_loop(
                             continue
                         cur = si[t, CURRENT]
                         _remove_copy(
-                            si,
-                            sf,
-                            slot_job,
-                            slot_alive,
-                            slot_of,
-                            wc,
-                            held,
-                            est,
-                            lg,
-                            lgt,
-                            g,
-                            ext,
-                            now,
-                            EV_CANCEL,
-                            o,
-                            t,
-                            p,
-                        )
+                            si, sf, slot_job, slot_alive, slot_of, wc, held, est, lg, lgt, g, ext, now, EV_CANCEL, o,
+                            t, p,
+                        )  # fmt: skip
                         if track and cur != CUR_NONE and _take_out_copy(
                             t, o, cur, si, g, procs, est, held, pqueue, pstarts, pid, pstate, pstart, ppos, times,
                             frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
