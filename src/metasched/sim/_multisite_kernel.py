@@ -407,6 +407,87 @@ def _eq_insert(eq: np.ndarray, eqn: np.ndarray, prim: np.ndarray, s: int, o: int
 
 
 @njit(cache=True, nogil=True)
+def _early_stop_pass(
+    r: int,
+    s: int,
+    c: int,
+    now: float,
+    si: np.ndarray,
+    g: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pstarts: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> int:
+    """Place plan row ``r`` (site ``s``, a conservative pass at ``now`` with its cursor at ``c``,
+    ``pints[r, 2]`` processors really free) from ``c`` on with the early stop (``place``), note where
+    it stopped (``STOP``) and list the jobs it starts, from ``c`` on, in ``pstarts[r]`` (state 4);
+    returns how many. The longest estimates behind each position are clipped to the lowest bound
+    still put off (none in a new pass): the horizon must not pass one (see :func:`_shrink`)."""
+    m = si[r, PLAN_N]
+    queue = pqueue[r]
+    shortest = np.empty(m + 1, dtype=np.float64)
+    longest = np.empty(m + 1, dtype=np.float64)
+    shortest_behind(queue[c:m], procs, est[s], pints[r, 2], shortest[c:], longest[c:])
+    lowest = np.inf
+    for d in range(pints[r, 3], pints[r, 4]):
+        if pbound[r, d] < lowest:
+            lowest = pbound[r, d]
+    if lowest < np.inf:
+        for x in range(c, m + 1):
+            if longest[x] > lowest - now:
+                longest[x] = lowest - now
+    table = si[r, TABLE]
+    code = place(
+        si[s, CAP],
+        now,
+        times[r],
+        frees[r],
+        pints[r],
+        ptz[r],
+        ff[r],
+        shape_p[r, : 2 * table],
+        shape_d[r, : 2 * table],
+        shape_start[r, : 4 * table],
+        ptz[r, 1:],
+        queue[:m],
+        procs,
+        est[s],
+        pstart[r],
+        pstate[r],
+        m,
+        shortest,
+        longest,
+        pdef[r],
+        pbound[r],
+        np.inf,
+    )
+    if code != 0:
+        g[G_ERROR] = ERR_NO_END
+    pints[r, STOP] = pints[r, 1]
+    ns = 0
+    for x in range(c, pints[r, 1]):
+        q = queue[x]
+        if pstate[r, q] == 1:
+            pstate[r, q] = 4
+            pstarts[r, ns] = q
+            ns += 1
+    return ns
+
+
+@njit(cache=True, nogil=True)
 def _plan(
     r: int,
     s: int,
@@ -494,42 +575,10 @@ def _plan(
         si[r, TABLE] = table
         for h in range(2 * table):
             shape_p[r, h] = -1
-        shortest = np.empty(n + 1, dtype=np.float64)
-        longest = np.empty(n + 1, dtype=np.float64)
-        shortest_behind(queue[:n], procs, durations, free_now, shortest, longest)
-        code = place(
-            cap,
-            now,
-            times[r],
-            frees[r],
-            pints[r],
-            ptz[r],
-            ff[r],
-            shape_p[r, : 2 * table],
-            shape_d[r, : 2 * table],
-            shape_start[r, : 4 * table],
-            ptz[r, 1:],
-            queue[:n],
-            procs,
-            durations,
-            pstart[r],
-            pstate[r],
-            n,
-            shortest,
-            longest,
-            pdef[r],
-            pbound[r],
-            np.inf,
-        )
-        if code != 0:
-            g[G_ERROR] = ERR_NO_END
-        pints[r, STOP] = pints[r, 1]
-        for x in range(pints[r, 1]):
-            q = queue[x]
-            if pstate[r, q] == 1:
-                pstate[r, q] = 4
-                pstarts[r, ns] = q
-                ns += 1
+        ns = _early_stop_pass(
+            r, s, ZERO, now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
+            shape_p, shape_d, shape_start, pdef, pbound,
+        )  # fmt: skip
     else:
         free = free_now
         i = 0
@@ -1353,52 +1402,10 @@ def _shrink(
     pints[r, 2] = free_now
     ns = 0
     if at < n and at < pints[r, STOP]:
-        c = new_cursor
-        shortest = np.empty(m + 1, dtype=np.float64)
-        longest = np.empty(m + 1, dtype=np.float64)
-        shortest_behind(queue[c:m], procs, est[s], free_now, shortest[c:], longest[c:])
-        lowest = np.inf
-        for d in range(pints[r, 3], pints[r, 4]):
-            if pbound[r, d] < lowest:
-                lowest = pbound[r, d]
-        if lowest < np.inf:
-            for x in range(c, m + 1):
-                if longest[x] > lowest - now:
-                    longest[x] = lowest - now
-        table = si[r, TABLE]
-        code = place(
-            si[s, CAP],
-            now,
-            times[r],
-            frees[r],
-            pints[r],
-            ptz[r],
-            ff[r],
-            shape_p[r, : 2 * table],
-            shape_d[r, : 2 * table],
-            shape_start[r, : 4 * table],
-            ptz[r, 1:],
-            queue[:m],
-            procs,
-            est[s],
-            pstart[r],
-            pstate[r],
-            m,
-            shortest,
-            longest,
-            pdef[r],
-            pbound[r],
-            np.inf,
-        )
-        if code != 0:
-            g[G_ERROR] = ERR_NO_END
-        pints[r, STOP] = pints[r, 1]
-        for x in range(c, pints[r, 1]):
-            q = queue[x]
-            if pstate[r, q] == 1:
-                pstate[r, q] = 4
-                pstarts[r, ns] = q
-                ns += 1
+        ns = _early_stop_pass(
+            r, s, new_cursor, now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
+            shape_p, shape_d, shape_start, pdef, pbound,
+        )  # fmt: skip
     si[r, PLAN_NSTARTS] = ns
     si[s, EXT_N] = 0
     g[G_PLANS] += 1
@@ -1998,6 +2005,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "_swap_in",
             "_planned",
             "_cut_behind",
+            "_early_stop_pass",
         ),
     ),
     (
