@@ -407,6 +407,92 @@ def _eq_insert(eq: np.ndarray, eqn: np.ndarray, prim: np.ndarray, s: int, o: int
 
 
 @njit(cache=True, nogil=True)
+def _place_row(
+    r: int,
+    s: int,
+    now: float,
+    until: int,
+    si: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+    shortest: np.ndarray,
+    longest: np.ndarray,
+    reach: float,
+) -> int:
+    """:func:`~metasched.policy.local._conservative_kernel.place` on plan row ``r`` (a pass at site
+    ``s``, at ``now``) up to queue position ``until``: the row's arrays as ``place`` takes them
+    (the shape tables' parts in use, the memo after the row's first float); its code."""
+    table = si[r, TABLE]
+    return place(
+        si[s, CAP],
+        now,
+        times[r],
+        frees[r],
+        pints[r],
+        ptz[r],
+        ff[r],
+        shape_p[r, : 2 * table],
+        shape_d[r, : 2 * table],
+        shape_start[r, : 4 * table],
+        ptz[r, 1:],
+        pqueue[r, : si[r, PLAN_N]],
+        procs,
+        est[s],
+        pstart[r],
+        pstate[r],
+        until,
+        shortest,
+        longest,
+        pdef[r],
+        pbound[r],
+        reach,
+    )
+
+
+@njit(cache=True, nogil=True)
+def _cut_row(
+    r: int,
+    s: int,
+    pos: int,
+    si: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> None:
+    """:func:`~metasched.policy.local._conservative_kernel.cut` of plan row ``r`` (site ``s``) back
+    to the jobs ahead of queue position ``pos`` (the first instants of ``ff``, not its step
+    hints)."""
+    table = si[r, TABLE]
+    cut(
+        times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
+        pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pbound[r], pos,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
 def _early_stop_pass(
     r: int,
     s: int,
@@ -449,31 +535,10 @@ def _early_stop_pass(
         for x in range(c, m + 1):
             if longest[x] > lowest - now:
                 longest[x] = lowest - now
-    table = si[r, TABLE]
-    code = place(
-        si[s, CAP],
-        now,
-        times[r],
-        frees[r],
-        pints[r],
-        ptz[r],
-        ff[r],
-        shape_p[r, : 2 * table],
-        shape_d[r, : 2 * table],
-        shape_start[r, : 4 * table],
-        ptz[r, 1:],
-        queue[:m],
-        procs,
-        est[s],
-        pstart[r],
-        pstate[r],
-        m,
-        shortest,
-        longest,
-        pdef[r],
-        pbound[r],
-        np.inf,
-    )
+    code = _place_row(
+        r, s, now, m, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, shape_d,
+        shape_start, pdef, pbound, shortest, longest, np.inf,
+    )  # fmt: skip
     if code != 0:
         g[G_ERROR] = ERR_NO_END
     pints[r, STOP] = pints[r, 1]
@@ -680,36 +745,14 @@ def _place_to(
     including job ``q``, at the pass's own instant ``pnow[r]`` (its profile starts there).
     With ``reach`` < ``inf``, ``q`` is placed only if its window may end before ``reach``
     (else it stays in state 3; see :func:`~metasched.policy.local._conservative_kernel.place`)."""
-    table = si[r, TABLE]
-    n = si[r, PLAN_N]
     # never stop early (empty bounds: an empty view of a row array, of the same type as the bounds
     # of :func:`_plan`, allocates nothing on this hot path; a global empty array would be read-only
     # to numba and give ``place`` a second compiled copy)
     never = pbound[r, :0]
-    code = place(
-        si[s, CAP],
-        pnow[r],
-        times[r],
-        frees[r],
-        pints[r],
-        ptz[r],
-        ff[r],
-        shape_p[r, : 2 * table],
-        shape_d[r, : 2 * table],
-        shape_start[r, : 4 * table],
-        ptz[r, 1:],
-        pqueue[r, :n],
-        procs,
-        est[s],
-        pstart[r],
-        pstate[r],
-        ppos[r, q] + 1,
-        never,
-        never,
-        pdef[r],
-        pbound[r],
-        reach,
-    )
+    code = _place_row(
+        r, s, pnow[r], ppos[r, q] + 1, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff,
+        shape_p, shape_d, shape_start, pdef, pbound, never, never, reach,
+    )  # fmt: skip
     if code != 0:
         g[G_ERROR] = ERR_NO_END
 
@@ -793,11 +836,7 @@ def _cut_behind(
             w += 1
         pints[r, 1] -= n - w  # they were all placed, so ahead of the pass's cursor
         si[r, PLAN_N] = w
-        table = si[r, TABLE]
-        cut(
-            times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
-            pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pbound[r], pos,
-        )  # fmt: skip
+        _cut_row(r, s, pos, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
     return found
 
 
@@ -1113,6 +1152,51 @@ def _insert_copy(
 
 
 @njit(cache=True, nogil=True)
+def _drop_gone(
+    r: int,
+    first: int,
+    si: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    ppos: np.ndarray,
+    pints: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> None:
+    """The jobs of plan row ``r``'s queue no longer in its plan (``pid`` cleared by the caller), all
+    at or behind position ``first``, leave the queue; those behind move up, and the deferred list
+    (the gone ones leave it) and the cursor follow. The caller has taken back any window they held."""
+    plan_id = si[r, PLAN_ID]
+    n = si[r, PLAN_N]
+    queue = pqueue[r]
+    # the deferred list by job while positions change
+    for d in range(pints[r, 3], pints[r, 4]):
+        pdef[r, d] = queue[pdef[r, d]]
+    cursor = pints[r, 1]
+    new_cursor = cursor if cursor <= first else first
+    w = first
+    for x in range(first, n):
+        q = queue[x]
+        if pid[r, q] != plan_id:
+            continue
+        queue[w] = q
+        ppos[r, q] = w
+        w += 1
+        if x < cursor:
+            new_cursor = w
+    si[r, PLAN_N] = w
+    pints[r, 1] = new_cursor
+    w = pints[r, 3]
+    for d in range(pints[r, 3], pints[r, 4]):
+        q = pdef[r, d]
+        if pid[r, q] == plan_id:
+            pdef[r, w] = ppos[r, q]
+            pbound[r, w] = pbound[r, d]
+            w += 1
+    pints[r, 4] = w
+
+
+@njit(cache=True, nogil=True)
 def _take_out_copy(
     s: int,
     o: int,
@@ -1168,24 +1252,8 @@ def _take_out_copy(
         shape_p, pdef, pbound, CUT_OK,
     ) < 0:  # fmt: skip
         return False
-    pos = ppos[r, o]
-    n = si[r, PLAN_N]
-    for x in range(pos, n - 1):
-        q = pqueue[r, x + 1]
-        pqueue[r, x] = q
-        ppos[r, q] = x
-    si[r, PLAN_N] = n - 1
     pid[r, o] = -1
-    w = pints[r, 3]
-    for k in range(pints[r, 3], pints[r, 4]):
-        d = pdef[r, k]
-        if d != pos:
-            pdef[r, w] = d - 1 if d > pos else d
-            pbound[r, w] = pbound[r, k]
-            w += 1
-    pints[r, 4] = w
-    if pints[r, 1] > pos:
-        pints[r, 1] -= 1
+    _drop_gone(r, ppos[r, o], si, pqueue, pid, ppos, pints, pdef, pbound)
     return True
 
 
@@ -1359,51 +1427,22 @@ def _shrink(
         if (st == 0 or st == 1) and x < at:
             at = x
     queue = pqueue[r]
+    placed = pints[r, 1]  # (the plan's starts lie ahead of its cursor)
     if at < n:
-        table = si[r, TABLE]
-        cut(
-            times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
-            queue[:n], procs, est[s], pstart[r], pstate[r], pdef[r], pbound[r], at,
-        )  # fmt: skip
+        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
     for a in range(k):
         pid[r, ext[s, a]] = -1
-    # the deferred list by job (positions change below)
-    for d in range(pints[r, 3], pints[r, 4]):
-        pdef[r, d] = queue[pdef[r, d]]
-    cursor = pints[r, 1]
-    new_cursor = cursor if cursor <= first else first
-    w = first
-    for x in range(first, n):
-        q = queue[x]
-        if pid[r, q] != plan_id:
-            continue
-        if x >= at and pstate[r, q] == 4:
+    for x in range(at, placed):
+        if pstate[r, queue[x]] == 4:
             # started by the plan (running, its window stays): it leaves the queue, as it left the
             # site's, so that the pass going on from the cut does not place it again
-            pid[r, q] = -1
-            continue
-        queue[w] = q
-        ppos[r, q] = w
-        w += 1
-        if x < cursor:
-            new_cursor = w
-    m = w
-    w = pints[r, 3]
-    for d in range(pints[r, 3], pints[r, 4]):
-        q = pdef[r, d]
-        if pid[r, q] == plan_id:
-            pdef[r, w] = ppos[r, q]
-            pbound[r, w] = pbound[r, d]
-            w += 1
-    pints[r, 4] = w
-    si[r, PLAN_N] = m
-    pints[r, 1] = new_cursor
-    free_now = si[s, FREE]
-    pints[r, 2] = free_now
+            pid[r, queue[x]] = -1
+    _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
+    pints[r, 2] = si[s, FREE]
     ns = 0
     if at < n and at < pints[r, STOP]:
         ns = _early_stop_pass(
-            r, s, new_cursor, now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
+            r, s, pints[r, 1], now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
             shape_p, shape_d, shape_start, pdef, pbound,
         )  # fmt: skip
     si[r, PLAN_NSTARTS] = ns
@@ -1469,9 +1508,9 @@ def _new_pass(
 ) -> None:
     """The driver's new pass at site ``s`` (it was touched since its plan), into its plan row
     ``si[s, ROW]``, then ``FRESH``: the spare when it is that very pass (:func:`_swap_in`), else
-    the plan extended when that is exact (:func:`_extend`, conservative only), else a pass
-    (:func:`_plan`), or shrunk when only copies left its queue (:func:`_shrink`, conservative
-    only), else a pass (:func:`_plan`); each counted as one."""
+    the plan extended when only copies were queued there (:func:`_extend`) or shrunk when only
+    copies left its queue (:func:`_shrink`), each when that is exact (conservative only), else a
+    pass (:func:`_plan`); each counted as one."""
     if _swap_in(s, now, si, g, pnow):
         si[s, CURRENT] = CUR_ROW
     else:
