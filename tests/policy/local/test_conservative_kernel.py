@@ -400,6 +400,31 @@ def _memo_holds(P: dict[str, Any]) -> None:
         assert first_fit(P["times"], P["free"], P["ints"][0], P["now"], p, d) >= at
 
 
+def _fresh_with_started(
+    cap: int,
+    now: float,
+    used: int,
+    rel_end: list[float],
+    rel_procs: list[int],
+    started: list[int],
+    queue: list[int],
+    procs: np.ndarray,
+    dur: np.ndarray,
+) -> dict[str, Any]:
+    """A fresh pass's arrays, nothing placed, after the jobs ``started`` at ``now`` (running for
+    their estimates beside the jobs running already) left ``queue``."""
+    return _new_pass(
+        cap,
+        now,
+        cap - used - sum(int(procs[x]) for x in started),
+        rel_end + [now + dur[x] for x in started],
+        rel_procs + [int(procs[x]) for x in started],
+        [x for x in queue if x not in started],
+        procs,
+        dur,
+    )
+
+
 @given(cut_cases())
 @settings(max_examples=400, deadline=None)
 def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
@@ -454,16 +479,7 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
                 _memo_holds(P)
         _run(P, procs, dur, len(keep), False)
         _memo_holds(P)
-        R = _new_pass(
-            cap,
-            now,
-            cap - used - sum(int(procs[x]) for x in started),
-            rel_end + [now + dur[x] for x in started],
-            rel_procs + [int(procs[x]) for x in started],
-            [x for x in keep if x not in started],
-            procs,
-            dur,
-        )
+        R = _fresh_with_started(cap, now, used, rel_end, rel_procs, started, keep, procs, dur)
         _run(R, procs, dur, len(R["queue"]), False)
         for x in R["queue"]:
             assert P["starts"][x] == R["starts"][x], (x, P["starts"][x], R["starts"][x], pos)
@@ -549,16 +565,7 @@ def test_a_pass_cut_back_goes_on_with_its_early_stop_as_a_fresh_pass(case: tuple
     P["ints"][2] = free_now
     P["queue"] = np.array(keep, dtype=np.int64)
     m = len(keep)
-    R = _new_pass(
-        cap,
-        now,
-        free_now,
-        rel_end + [now + dur[x] for x in running],
-        rel_procs + [int(procs[x]) for x in running],
-        [x for x in keep if x not in running],
-        procs,
-        dur,
-    )
+    R = _fresh_with_started(cap, now, used, rel_end, rel_procs, running, keep, procs, dur)
     _run(R, procs, dur, len(R["queue"]), True)
     fresh = sorted(int(x) for x in R["queue"] if R["state"][x] == 1)
     if at >= stop:
