@@ -210,6 +210,38 @@ def test_compiled_loop_keeps_each_sites_current_pass_exact(k: int) -> None:
     assert_same(*both(jobs, sites, CompletionTime(k=k, selection="completion"), ConservativeBackfill(order=Efficacy())))
 
 
+@pytest.mark.parametrize(
+    "meta", [CompletionTime(k=2), CompletionTime(k=4), CancelSlowerOnly(k=4)], ids=["ct-k2", "ct-k4", "slower-k4"]
+)
+def test_compiled_loop_goes_on_from_a_plan_cut_back_to_copies_queued(meta: MetaScheduler) -> None:
+    """Load-based site choice, efficacy order, overload: a site touched only by copies queued since
+    its plan is re-planned from that plan (``_extend``); a copy that may start now, or one put in
+    ahead of jobs the plan placed, has the plan cut back to it, its started jobs behind the cut
+    taken out of its queue, and the pass going on from there. Jobs come in pairs at one instant,
+    in four classes of five speeds, so copies land ahead of placed and of started jobs, and some
+    are narrow enough to start at once. (It catches started jobs left in the queue behind the cut,
+    placed again as if queued.)"""
+    rng = np.random.default_rng(0)
+    sites = [
+        Site(f"s{i}", 32, speed={c: float(rng.choice([0.5, 0.8, 1.0, 1.3, 2.0])) for c in range(4)}) for i in range(4)
+    ]
+    jobs = []
+    for i in range(300):
+        req = float(rng.choice([600, 3600, 7200, 14400]))
+        jobs.append(
+            Job(
+                i + 1,
+                float((i // 2) * 150),
+                float(rng.integers(1, int(req) + 1)),
+                req,
+                int(rng.choice([1, 1, 1, 2, 4, 32])),
+                home_site=int(rng.integers(0, 4)),
+                app_class=int(rng.integers(0, 4)),
+            )
+        )
+    assert_same(*both(jobs, sites, meta, ConservativeBackfill(order=Efficacy())))
+
+
 # The hand-worked cases run on both paths in tests/sim/test_multisite.py (``PATHS``).
 
 

@@ -1281,53 +1281,99 @@ def _extend(
     si: np.ndarray,
     g: np.ndarray,
     prim: np.ndarray,
+    held: np.ndarray,
     procs: np.ndarray,
     est: np.ndarray,
     ext: np.ndarray,
     pqueue: np.ndarray,
+    pstarts: np.ndarray,
     pid: np.ndarray,
     pstate: np.ndarray,
+    pstart: np.ndarray,
     ppos: np.ndarray,
     times: np.ndarray,
+    frees: np.ndarray,
     pints: np.ndarray,
     ptz: np.ndarray,
     pnow: np.ndarray,
     ff: np.ndarray,
     shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
     pbound: np.ndarray,
 ) -> bool:
     """The driver's new pass at site ``s`` (conservative), made from its plan when nothing changed
-    there since that plan's pass but copies queued there (``EXT``), none of which can start now:
-    the plan is retimed to now and the copies are put into its queue, not placed. Counted as the
-    pass it stands for; ``False`` (the plan row may be left changed: the caller makes a new pass
-    into it) when that cannot be done exactly.
+    there since that plan's pass but copies queued there (``EXT``): the plan is retimed to now and
+    the copies are put into its queue. When none of them can start now and all go behind the
+    pass's cursor, they are not placed (the pass starts nothing); otherwise the plan is cut back to
+    the first of them (if it lies ahead of the cursor) and the pass goes on with its early stop from
+    there, as :func:`_shrink` goes on. Counted as the pass it stands for; ``False`` (the plan row
+    may be left changed: the caller makes a new pass into it) when that cannot be done exactly.
 
     Exact: the jobs of the plan's queue could not start at its instant (those that could did: the
     pass's starts, now running, keep their windows as running jobs) and cannot now (:func:`retime`:
-    the profile is constant since). A copy cannot start now if fewer processors are really free
-    than it needs, or if the profile, holding the windows of jobs ahead of it only (those placed so
-    far), has a step with none free before the copy's window would end (the module's stopping rule
-    of :mod:`~metasched.policy.local._conservative_kernel`; a zero-width copy fits anywhere and is
+    the profile is constant since), and a job's window never depends on jobs behind it, so ahead of
+    the first copy every window is the one a pass now gives and no job there starts now. Not placing
+    them: a copy cannot start now if fewer processors are really free than it needs, or if the
+    profile, holding the windows of jobs ahead of it only (those placed so far), has a step with
+    none free before the copy's window would end (the module's stopping rule of
+    :mod:`~metasched.policy.local._conservative_kernel`; a zero-width copy fits anywhere and is
     refused); windows placed later only take processors away. So the new pass starts nothing. A
     copy goes where the queue order puts it (last with FCFS; after every job of a key up to its own
-    with efficacy, as the newest job), which must be behind the pass's cursor: no job there is
-    placed (the deferred ones are ahead of the cursor), so no placed window ignores it; jobs behind
-    it move back one position. What the new pass would place up to its early stop is placed on
-    demand instead, to the same starts."""
+    with efficacy, as the newest job); behind the pass's cursor no job is placed (the deferred ones
+    are ahead of it), so no placed window ignores it; jobs behind it move back one position. What
+    the new pass would place up to its early stop is placed on demand instead, to the same starts.
+    Going on: from the cut (:func:`~metasched.policy.local._conservative_kernel.cut`; the plan's
+    started jobs behind it leave the queue, their windows stay) or the cursor, the row holds what a
+    pass now holds there (the deferred jobs ahead keep their bounds), and a pass that stops early
+    ahead of it starts nothing behind (the stopping rule is exact), so going on from there finds the
+    starts a pass now finds (see :func:`_shrink` for the horizon)."""
     if not si[s, EXT] or si[s, EXT_N] == 0:
         return False
     r = si[s, ROW]
     k = si[s, EXT_N]
     free = pints[r, 2]
     zero = ptz[r, 0]
+    go_on = False
     for a in range(k):
         c = ext[s, a]
         p = procs[c]
-        if p == 0 or (p <= free and zero >= now + est[s, c]):
+        if p == 0:
             return False
+        if p <= free and zero >= now + est[s, c]:
+            go_on = True  # it may start now
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
-    if pints[r, 1] > pints[r, STOP]:
+    queue = pqueue[r]
+    n = si[r, PLAN_N]
+    placed = pints[r, 1]
+    at = n  # the first position a copy goes to
+    if order == ORDER_EFFICACY:
+        for a in range(k):
+            pos = _after_key(prim, s, queue, n, prim[s, ext[s, a]])
+            if pos < at:
+                at = pos
+    if at < placed:
+        go_on = True
+    if go_on:
+        for a in range(si[r, PLAN_NSTARTS]):
+            if held[s, pstarts[r, a]]:
+                return False  # a start of the plan not taken yet
+        if at < placed:
+            for x in range(at, placed):
+                if pstate[r, queue[x]] == 4 and held[s, queue[x]]:
+                    return False  # (a start still to be taken: not handled)
+            _cut_row(
+                r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound
+            )
+            for x in range(at, placed):
+                if pstate[r, queue[x]] == 4:
+                    # started by the plan (running, its window stays): it leaves the queue, as it
+                    # left the site's, so that the pass going on from the cut does not place it again
+                    pid[r, queue[x]] = -1
+            _drop_gone(r, at, si, pqueue, pid, ppos, pints, pdef, pbound)
+    elif pints[r, 1] > pints[r, STOP]:
         # a copy refused for the windows placed (on demand) behind the early stop no longer has the
         # stop's reason: where the pass stopped is no longer a place from which on nothing can start
         # whatever is taken back behind it (see :func:`_shrink`)
@@ -1338,12 +1384,19 @@ def _extend(
     for a in range(k):
         c = ext[s, a]
         n = si[r, PLAN_N]
-        pos = _after_key(prim, s, pqueue[r], n, prim[s, c]) if order == ORDER_EFFICACY else n
+        pos = _after_key(prim, s, queue, n, prim[s, c]) if order == ORDER_EFFICACY else n
         if pos < pints[r, 1]:
             return False
         _queue_in(r, pos, c, si, pqueue, pid, ppos, shape_p)
         pstate[r, c] = 3
-    si[r, PLAN_NSTARTS] = 0
+    ns = 0
+    if go_on:
+        pints[r, 2] = si[s, FREE]
+        ns = _early_stop_pass(
+            r, s, pints[r, 1], now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
+            shape_p, shape_d, shape_start, pdef, pbound,
+        )  # fmt: skip
+    si[r, PLAN_NSTARTS] = ns
     si[s, EXT_N] = 0
     g[G_PLANS] += 1
     return True
@@ -1516,8 +1569,8 @@ def _new_pass(
     else:
         if local != LOCAL_CONSERVATIVE or not (
             _extend(
-                s, now, order, si, g, prim, procs, est, ext, pqueue, pid, pstate, ppos, times, pints, ptz, pnow, ff,
-                shape_p, pbound,
+                s, now, order, si, g, prim, held, procs, est, ext, pqueue, pstarts, pid, pstate, pstart, ppos, times,
+                frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
             )
             or _shrink(
                 s, now, si, g, held, procs, est, ext, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
