@@ -55,6 +55,31 @@ def test_hand_worked_completion_time_cancel_all(path: dict[str, bool]) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_hand_worked_a_copy_cancelled_and_one_queued_at_once_let_a_job_start(path: dict[str, bool]) -> None:
+    """Two sites of 8 processors, every job queued at both (completion-based, FCFS). t=0: R0 (8
+    processors, 100 s) starts at site 0, R1 (4 processors, 1,000 s) at site 1. t=1: J (8, 500 s) is
+    reserved at 100 on site 0 and at 1,000 on site 1. t=2: W (4, 2,000 s) cannot start on site 1
+    (J's reservation there needs all 8 at 1,000) nor on site 0. t=100: R0 ends and N (8, 10 s) is
+    queued at both; site 0 starts J (completes at 600, before 1,500), so J's copy on site 1 is
+    cancelled; site 1, touched by that cancellation and by N at once, now has W start at 100
+    (completes at 2,100, before 600 + 2,000 on site 0). (The compiled loop revises site 1's plan from
+    both changes and must go on from the cancelled copy's window although N cannot start.)"""
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, 8),
+        Job(2, 0.0, 1000.0, 1000.0, 4),
+        Job(3, 1.0, 500.0, 500.0, 8),
+        Job(4, 2.0, 2000.0, 2000.0, 4),
+        Job(5, 100.0, 10.0, 10.0, 8),
+    ]
+    sites = [Site("a", 8), Site("b", 8)]
+    r = simulate_multisite(jobs, sites, CompletionTime(k=2), ConservativeBackfill(), log=True, **path)
+    assert r.start_time.tolist()[:4] == [0.0, 0.0, 100.0, 100.0]
+    assert r.site.tolist()[:4] == [0, 1, 0, 1]
+    assert r.log is not None
+    assert (100.0, "cancel", 3, 1) in r.log
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(("estimate", "denied"), [(59.0, True), (60.0, False)])
 def test_hand_worked_completion_time_decided_at_the_margin(
     path: dict[str, bool], estimate: float, denied: bool

@@ -69,17 +69,14 @@ from metasched.sim.multisite import JobColumns, MultiSiteResult
 FREE, RUN_PROCS, QCOUNT, NSLOTS, NRUN, PLAN_ID, FRESH, DIRTY, PLAN_N, PLAN_NSTARTS, TABLE, CAP = range(12)
 ROW, SPARE, CURRENT, SWAP = range(12, 16)
 EXT, EXT_N = range(16, 18)
-SHR = 18
-N_SI = 19
+N_SI = 18
 # ``CURRENT``: which row holds a pass of the site's queue as it is now (see :func:`_insert_copy`);
 # ``SWAP``: that row (the spare) is the very pass a re-plan now would make (see :func:`_swap_in`)
 CUR_NONE, CUR_ROW, CUR_SPARE = range(3)
 # ``EXT``: nothing changed at the site since its plan's pass but the ``EXT_N`` copies queued there
-# since, listed in ``ext[s]`` (at most ``EXT_CAP``), see :func:`_extend`
+# since (listed in ``ext[s]`` as the job) or taken out of its queue (as ``-1 - job``), at most
+# ``EXT_CAP``, see :func:`_revise`
 EXT_CAP = 64
-# ``SHR``: nothing changed at the site since its plan's pass but the ``EXT_N`` copies taken out of its
-# queue since (cancelled or denied), listed in ``ext[s]`` (the same list: a copy queued ends this
-# state, a copy taken out ends ``EXT``), see :func:`_shrink`
 # a plan row's ints (``pints``): the five of ``place`` (steps, cursor, processors really free, head
 # and tail of the deferred list), then ``STOP``: a queue position from which on no job can start at
 # the row's instant (where its pass stopped early; ``STOP_UNKNOWN``: not known)
@@ -248,7 +245,8 @@ def _remove_copy(
 ) -> None:
     """The driver's ``_remove_copy``: job ``o``'s copy (``p`` processors) leaves the queue of ``s``
     (``kind``: cancelled or denied), its queued work with it (0 once the queue is empty); the site is
-    marked for a new pass and the event logged. The copy is listed for :func:`_shrink` (``SHR``)."""
+    marked for a new pass and the event logged. The copy is listed for :func:`_revise` (``EXT``): a
+    copy queued since the plan leaves the list instead (the plan never held it)."""
     _queue_remove(si, slot_job, slot_alive, slot_of, wc, s, o, p)
     sf[s, QWORK] -= p * est[s, o]
     if si[s, QCOUNT] == 0:
@@ -256,13 +254,20 @@ def _remove_copy(
     held[s, o] = 0
     si[s, FRESH] = 0
     si[s, CURRENT] = CUR_NONE
-    si[s, EXT] = 0
-    if si[s, SHR]:
-        if si[s, EXT_N] < EXT_CAP:
-            ext[s, si[s, EXT_N]] = o
-            si[s, EXT_N] += 1
+    if si[s, EXT]:
+        m = si[s, EXT_N]
+        a = 0
+        while a < m and ext[s, a] != o:
+            a += 1
+        if a < m:
+            for b in range(a, m - 1):
+                ext[s, b] = ext[s, b + 1]
+            si[s, EXT_N] = m - 1
+        elif m < EXT_CAP:
+            ext[s, m] = -1 - o
+            si[s, EXT_N] = m + 1
         else:
-            si[s, SHR] = 0
+            si[s, EXT] = 0
     si[s, DIRTY] = 1
     _log(lg, lgt, g, now, kind, o, s)
 
@@ -299,7 +304,6 @@ def _release(
     si[s, FRESH] = 0
     si[s, CURRENT] = CUR_NONE
     si[s, EXT] = 0
-    si[s, SHR] = 0
     si[s, DIRTY] = 1
 
 
@@ -521,7 +525,7 @@ def _early_stop_pass(
     ``pints[r, 2]`` processors really free) from ``c`` on with the early stop (``place``), note where
     it stopped (``STOP``) and list the jobs it starts, from ``c`` on, in ``pstarts[r]`` (state 4);
     returns how many. The longest estimates behind each position are clipped to the lowest bound
-    still put off (none in a new pass): the horizon must not pass one (see :func:`_shrink`)."""
+    still put off (none in a new pass): the horizon must not pass one (see :func:`_revise`)."""
     m = si[r, PLAN_N]
     queue = pqueue[r]
     shortest = np.empty(m + 1, dtype=np.float64)
@@ -762,12 +766,12 @@ def _retime_row(
     r: int, s: int, now: float, si: np.ndarray, pnow: np.ndarray, times: np.ndarray, pints: np.ndarray,
     ff: np.ndarray, pbound: np.ndarray,
 ) -> bool:  # fmt: skip
-    """Site ``s``'s plan row ``r`` (its spare, or its plan in :func:`_extend`), a pass of its queue
+    """Site ``s``'s plan row ``r`` (its spare, or its plan in :func:`_revise`), a pass of its queue
     made at an earlier instant, made a pass at ``now``
     (:func:`~metasched.policy.local._conservative_kernel.retime`); ``False`` when it cannot be. The
     condition holds: the spare is kept only while no job queued there could start (each copy put
     into it was refused if it could start now, and a scheduling pass that found a job to start made
-    a new plan), and nothing else changed at the site (for the plan, see :func:`_extend`). Any job
+    a new plan), and nothing else changed at the site (for the plan, see :func:`_revise`). Any job
     placed in the row from then on gets its first fit from ``now`` (without this, a job placed
     later, behind a copy put in since, could get a start before ``now``). A retimed spare is no
     longer a pass made now (``SWAP`` cleared)."""
@@ -1268,13 +1272,196 @@ def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray
     si[s, SPARE] = si[s, ROW]
     si[s, ROW] = r
     si[s, EXT] = 0
-    si[s, SHR] = 0
     g[G_PLANS] += 1
     return True
 
 
 @njit(cache=True, nogil=True)
+def _cut_to(
+    r: int,
+    s: int,
+    at: int,
+    first: int,
+    si: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> None:
+    """Site ``s``'s plan row ``r``, retimed to now: the windows from queue position ``at`` on are taken
+    back (:func:`~metasched.policy.local._conservative_kernel.cut`; ``at`` = the queue's length:
+    none), the jobs the plan started from there on (running: their windows stay) leave its queue,
+    so that a pass going on from the cut does not place them again, as do the jobs whose ``pid`` the
+    caller cleared (all at or behind ``first`` <= ``at``)."""
+    queue = pqueue[r]
+    placed = pints[r, 1]
+    if at < si[r, PLAN_N]:
+        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
+    for x in range(at, placed):
+        if pstate[r, queue[x]] == 4:
+            pid[r, queue[x]] = -1
+    _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
+
+
+@njit(cache=True, nogil=True)
+def _shrink(
+    s: int,
+    now: float,
+    si: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    ext: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> bool:
+    """:func:`_revise`'s copies taken out of site ``s``'s queue (the negative entries of ``ext[s]``):
+    its plan (retimed to now) is cut back to the first of them that held a window (a start of the
+    plan denied now included: its window is taken back as a reservation), and they leave its queue;
+    ``True`` when the pass must go on from the cut: a window was taken back ahead of where the plan's
+    pass stopped early (``STOP``).
+
+    Exact. Ahead of that copy every window is the one a pass now gives (a job's window never depends
+    on jobs behind it) and no job starts now (those that could were started, or denied: taken out).
+    When the first window taken back lies at or behind the stop, the profile that stop was decided
+    on is unchanged ahead of it and the early stop holds a pass no later than before
+    (:func:`~metasched.policy.local._conservative_kernel.shortest_behind` over fewer jobs, with no
+    more processors free), so nothing behind it can start now."""
+    r = si[s, ROW]
+    n = si[r, PLAN_N]
+    first = n
+    at = n  # the first position of a copy taken out that holds a window
+    for a in range(si[s, EXT_N]):
+        if ext[s, a] >= 0:
+            continue
+        c = -1 - ext[s, a]
+        x = ppos[r, c]
+        if x < first:
+            first = x
+        st = pstate[r, c]
+        if st == 4:
+            pstate[r, c] = 0  # its window (the plan's start, not taken) is taken back as a reservation
+            st = 0
+        if (st == 0 or st == 1) and x < at:
+            at = x
+        pid[r, c] = -1
+    _cut_to(r, s, at, first, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, shape_p,
+            pdef, pbound)  # fmt: skip
+    pints[r, 2] = si[s, FREE]
+    return at < n and at < pints[r, STOP]
+
+
+@njit(cache=True, nogil=True)
 def _extend(
+    s: int,
+    now: float,
+    order: int,
+    go_on: bool,
+    si: np.ndarray,
+    prim: np.ndarray,
+    held: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    ext: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> int:
+    """:func:`_revise`'s copies queued at site ``s`` (the entries ``>= 0`` of ``ext[s]``, in the order
+    they were queued) put into its plan (retimed to now, any copies taken out already gone), where
+    the queue order puts them (last with FCFS; after every job of a key up to its own with efficacy,
+    as the newest job). When none of them may start now and all go behind the pass's cursor (and
+    the pass need not ``go_on`` for other reasons), they are not placed: 0. Otherwise the plan is
+    cut back to the first of them if it lies ahead of the cursor (:func:`_cut_to`) and the pass is
+    to go on from the cursor: 1. -1: not done exactly (the row may be left changed).
+
+    Exact: no job of the plan's queue can start now (see :func:`_revise`). A copy cannot start now
+    if fewer processors are really free than it needs, or if the profile, holding the windows of
+    jobs ahead of it only (those placed so far), has a step with none free before the copy's window
+    would end (the module's stopping rule of :mod:`~metasched.policy.local._conservative_kernel`;
+    the caller refuses zero-width copies, which fit anywhere); windows placed later only take
+    processors away. Behind the pass's cursor no job is placed (the deferred ones are ahead of it),
+    so no placed window ignores a copy put there; jobs behind it move back one position. What the
+    new pass would place up to its early stop is placed on demand instead, to the same starts."""
+    r = si[s, ROW]
+    k = si[s, EXT_N]
+    free = pints[r, 2]
+    zero = ptz[r, 0]
+    for a in range(k):
+        c = ext[s, a]
+        if c >= 0 and procs[c] <= free and zero >= now + est[s, c]:
+            go_on = True  # it may start now
+    queue = pqueue[r]
+    n = si[r, PLAN_N]
+    placed = pints[r, 1]
+    at = n  # the first position a copy goes to
+    if order == ORDER_EFFICACY:
+        for a in range(k):
+            if ext[s, a] >= 0:
+                pos = _after_key(prim, s, queue, n, prim[s, ext[s, a]])
+                if pos < at:
+                    at = pos
+    if at < placed:
+        for x in range(at, placed):
+            if pstate[r, queue[x]] == 4 and held[s, queue[x]]:
+                return -1  # (a start still to be taken: not handled)
+        go_on = True
+        _cut_to(r, s, at, at, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
+                shape_p, pdef, pbound)  # fmt: skip
+    elif not go_on and pints[r, 1] > pints[r, STOP]:
+        # a copy refused for the windows placed (on demand) behind the early stop no longer has the
+        # stop's reason: where the pass stopped is no longer a place from which on nothing can start
+        # whatever is taken back behind it (see :func:`_shrink`)
+        for a in range(k):
+            if ext[s, a] >= 0 and procs[ext[s, a]] <= free:
+                pints[r, STOP] = STOP_UNKNOWN
+                break
+    for a in range(k):
+        c = ext[s, a]
+        if c < 0:
+            continue
+        n = si[r, PLAN_N]
+        pos = _after_key(prim, s, queue, n, prim[s, c]) if order == ORDER_EFFICACY else n
+        if pos < pints[r, 1]:
+            return -1
+        _queue_in(r, pos, c, si, pqueue, pid, ppos, shape_p)
+        pstate[r, c] = 3
+    return 1 if go_on else 0
+
+
+@njit(cache=True, nogil=True)
+def _revise(
     s: int,
     now: float,
     order: int,
@@ -1304,154 +1491,28 @@ def _extend(
     pbound: np.ndarray,
 ) -> bool:
     """The driver's new pass at site ``s`` (conservative), made from its plan when nothing changed
-    there since that plan's pass but copies queued there (``EXT``): the plan is retimed to now and
-    the copies are put into its queue. When none of them can start now and all go behind the
-    pass's cursor, they are not placed (the pass starts nothing); otherwise the plan is cut back to
-    the first of them (if it lies ahead of the cursor) and the pass goes on with its early stop from
-    there, as :func:`_shrink` goes on. Counted as the pass it stands for; ``False`` (the plan row
-    may be left changed: the caller makes a new pass into it) when that cannot be done exactly.
+    there since that plan's pass but copies queued there or taken out of its queue (``EXT``: listed
+    in ``ext[s]``, a copy taken out as ``-1 - job``), after every start of the plan was taken
+    (started or denied): the plan is retimed to now, the copies taken out leave it
+    (:func:`_shrink`), the copies queued go in (:func:`_extend`), and where either needs it the pass
+    goes on with its early stop from the cut, as a pass does. Counted as the pass it stands for;
+    ``False`` (the row may be left changed: the caller makes a new pass into it) when that cannot be
+    done exactly.
 
     Exact: the jobs of the plan's queue could not start at its instant (those that could did: the
-    pass's starts, now running, keep their windows as running jobs) and cannot now (:func:`retime`:
-    the profile is constant since), and a job's window never depends on jobs behind it, so ahead of
-    the first copy every window is the one a pass now gives and no job there starts now. Not placing
-    them: a copy cannot start now if fewer processors are really free than it needs, or if the
-    profile, holding the windows of jobs ahead of it only (those placed so far), has a step with
-    none free before the copy's window would end (the module's stopping rule of
-    :mod:`~metasched.policy.local._conservative_kernel`; a zero-width copy fits anywhere and is
-    refused); windows placed later only take processors away. So the new pass starts nothing. A
-    copy goes where the queue order puts it (last with FCFS; after every job of a key up to its own
-    with efficacy, as the newest job); behind the pass's cursor no job is placed (the deferred ones
-    are ahead of it), so no placed window ignores it; jobs behind it move back one position. What
-    the new pass would place up to its early stop is placed on demand instead, to the same starts.
-    Going on: from the cut (:func:`~metasched.policy.local._conservative_kernel.cut`; the plan's
-    started jobs behind it leave the queue, their windows stay) or the cursor, the row holds what a
-    pass now holds there (the deferred jobs ahead keep their bounds), and a pass that stops early
-    ahead of it starts nothing behind (the stopping rule is exact), so going on from there finds the
-    starts a pass now finds (see :func:`_shrink` for the horizon)."""
+    pass's starts, now running, keep their windows as running jobs, or were denied: taken out) and
+    cannot now (:func:`_retime_row`: the profile is the same from now on, and no job could start
+    since the plan's instant: the site is re-planned, or found to fit nothing, at every instant it
+    is touched). A job's window never depends on jobs behind it, so ahead of the first change
+    every window is the one a pass now gives; the deferred jobs there keep their bounds (see
+    ``cut``). A pass goes on from a cut as from its own cursor, except that the horizon (the instant
+    before which the profile is exact, see
+    :func:`~metasched.policy.local._conservative_kernel.place`) must not pass a deferred job's
+    bound: the longest estimates behind each position are clipped to the lowest bound (a nearer
+    horizon only defers less, the same starts; :func:`_early_stop_pass`). A pass that stops early
+    ahead of the cut starts nothing behind it (the stopping rule is exact), so going on from there
+    finds the starts a pass now finds."""
     if not si[s, EXT] or si[s, EXT_N] == 0:
-        return False
-    r = si[s, ROW]
-    k = si[s, EXT_N]
-    free = pints[r, 2]
-    zero = ptz[r, 0]
-    go_on = False
-    for a in range(k):
-        c = ext[s, a]
-        p = procs[c]
-        if p == 0:
-            return False
-        if p <= free and zero >= now + est[s, c]:
-            go_on = True  # it may start now
-    if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
-        return False
-    queue = pqueue[r]
-    n = si[r, PLAN_N]
-    placed = pints[r, 1]
-    at = n  # the first position a copy goes to
-    if order == ORDER_EFFICACY:
-        for a in range(k):
-            pos = _after_key(prim, s, queue, n, prim[s, ext[s, a]])
-            if pos < at:
-                at = pos
-    if at < placed:
-        go_on = True
-    if go_on:
-        for a in range(si[r, PLAN_NSTARTS]):
-            if held[s, pstarts[r, a]]:
-                return False  # a start of the plan not taken yet
-        if at < placed:
-            for x in range(at, placed):
-                if pstate[r, queue[x]] == 4 and held[s, queue[x]]:
-                    return False  # (a start still to be taken: not handled)
-            _cut_row(
-                r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound
-            )
-            for x in range(at, placed):
-                if pstate[r, queue[x]] == 4:
-                    # started by the plan (running, its window stays): it leaves the queue, as it
-                    # left the site's, so that the pass going on from the cut does not place it again
-                    pid[r, queue[x]] = -1
-            _drop_gone(r, at, si, pqueue, pid, ppos, pints, pdef, pbound)
-    elif pints[r, 1] > pints[r, STOP]:
-        # a copy refused for the windows placed (on demand) behind the early stop no longer has the
-        # stop's reason: where the pass stopped is no longer a place from which on nothing can start
-        # whatever is taken back behind it (see :func:`_shrink`)
-        for a in range(k):
-            if procs[ext[s, a]] <= free:
-                pints[r, STOP] = STOP_UNKNOWN
-                break
-    for a in range(k):
-        c = ext[s, a]
-        n = si[r, PLAN_N]
-        pos = _after_key(prim, s, queue, n, prim[s, c]) if order == ORDER_EFFICACY else n
-        if pos < pints[r, 1]:
-            return False
-        _queue_in(r, pos, c, si, pqueue, pid, ppos, shape_p)
-        pstate[r, c] = 3
-    ns = 0
-    if go_on:
-        pints[r, 2] = si[s, FREE]
-        ns = _early_stop_pass(
-            r, s, pints[r, 1], now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
-            shape_p, shape_d, shape_start, pdef, pbound,
-        )  # fmt: skip
-    si[r, PLAN_NSTARTS] = ns
-    si[s, EXT_N] = 0
-    g[G_PLANS] += 1
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _shrink(
-    s: int,
-    now: float,
-    si: np.ndarray,
-    g: np.ndarray,
-    held: np.ndarray,
-    procs: np.ndarray,
-    est: np.ndarray,
-    ext: np.ndarray,
-    pqueue: np.ndarray,
-    pstarts: np.ndarray,
-    pid: np.ndarray,
-    pstate: np.ndarray,
-    pstart: np.ndarray,
-    ppos: np.ndarray,
-    times: np.ndarray,
-    frees: np.ndarray,
-    pints: np.ndarray,
-    ptz: np.ndarray,
-    pnow: np.ndarray,
-    ff: np.ndarray,
-    shape_p: np.ndarray,
-    shape_d: np.ndarray,
-    shape_start: np.ndarray,
-    pdef: np.ndarray,
-    pbound: np.ndarray,
-) -> bool:
-    """The driver's new pass at site ``s`` (conservative), made from its plan when nothing changed
-    there since that plan's pass but copies taken out of its queue (``SHR``: cancelled, or denied
-    when the plan started them), after every start of the plan was taken (started or denied): the
-    plan is retimed to now, the windows from the first copy taken out that held one on are taken
-    back (:func:`~metasched.policy.local._conservative_kernel.cut`), the copies leave the queue, and
-    the pass goes on from there with its early stop, as a pass does. Counted as the pass it stands
-    for; ``False`` (nothing changed but a retime) when that cannot be done exactly.
-
-    Exact. Ahead of the first copy taken out that held a window, every window is the one a pass now
-    gives (a job's window never depends on jobs behind it; :func:`_retime_row`: the profile is the
-    same from now on, and no job could start since the plan's instant: the site is re-planned, or
-    found to fit nothing, at every instant it is touched), and no job there starts now (those that
-    could were started, or denied: taken out). The deferred jobs there keep their bounds (see
-    ``cut``); a pass goes on from a cut as from its own cursor, except that the horizon (the instant
-    before which the profile is exact, see :func:`~metasched.policy.local._conservative_kernel.place`)
-    must not pass a deferred job's bound: the longest estimates behind each position are clipped to
-    the lowest bound (a nearer horizon only defers less, the same starts). The early stop holds a
-    pass no later than before (:func:`~metasched.policy.local._conservative_kernel.shortest_behind`
-    over fewer jobs, with no more processors free), so when the first window taken back lies at or
-    behind where the plan's pass stopped (``STOP``), the profile that stop was decided on is
-    unchanged and nothing behind it can start now: the pass is not gone on with."""
-    if not si[s, SHR] or si[s, EXT_N] == 0:
         return False
     r = si[s, ROW]
     plan_id = si[r, PLAN_ID]
@@ -1459,41 +1520,36 @@ def _shrink(
     for a in range(si[r, PLAN_NSTARTS]):
         if held[s, pstarts[r, a]]:
             return False  # a start of the plan not taken yet
+    removed = False
+    queued = False
     for a in range(k):
         c = ext[s, a]
+        if c >= 0:
+            queued = True
+            if procs[c] == 0:
+                return False
+            continue
+        c = -1 - c
+        removed = True
         if pid[r, c] != plan_id or (pstate[r, c] == 4 and pnow[r] != now):
             return False  # (a start of the plan taken back from a later instant: not handled)
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
-    n = si[r, PLAN_N]
-    first = n
-    at = n  # the first position of a copy taken out that holds a window
-    for a in range(k):
-        c = ext[s, a]
-        x = ppos[r, c]
-        if x < first:
-            first = x
-        st = pstate[r, c]
-        if st == 4:
-            pstate[r, c] = 0  # its window (the plan's start, not taken) is taken back as a reservation
-            st = 0
-        if (st == 0 or st == 1) and x < at:
-            at = x
-    queue = pqueue[r]
-    placed = pints[r, 1]  # (the plan's starts lie ahead of its cursor)
-    if at < n:
-        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
-    for a in range(k):
-        pid[r, ext[s, a]] = -1
-    for x in range(at, placed):
-        if pstate[r, queue[x]] == 4:
-            # started by the plan (running, its window stays): it leaves the queue, as it left the
-            # site's, so that the pass going on from the cut does not place it again
-            pid[r, queue[x]] = -1
-    _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
-    pints[r, 2] = si[s, FREE]
+    go_on = False
+    if removed:
+        go_on = _shrink(s, now, si, procs, est, ext, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
+                        shape_p, pdef, pbound)  # fmt: skip
+    if queued:
+        code = _extend(
+            s, now, order, go_on, si, prim, held, procs, est, ext, pqueue, pid, pstate, pstart, ppos, times, frees,
+            pints, ptz, ff, shape_p, pdef, pbound,
+        )  # fmt: skip
+        if code < 0:
+            return False
+        go_on = code == 1
     ns = 0
-    if at < n and at < pints[r, STOP]:
+    if go_on:
+        pints[r, 2] = si[s, FREE]
         ns = _early_stop_pass(
             r, s, pints[r, 1], now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
             shape_p, shape_d, shape_start, pdef, pbound,
@@ -1512,11 +1568,10 @@ def _planned(s: int, si: np.ndarray) -> None:
     as far as its starts are known): a pass that starts nothing changes neither the queue nor the
     running jobs, so the spare is still a pass of them. (A pass that starts jobs while the spare
     is current does happen: a spare made now by a projection, holding jobs that start now, then
-    cut by a copy put in ahead of them.) The plan is then open to :func:`_extend` (``EXT``)."""
+    cut by a copy put in ahead of them.) The plan is then open to :func:`_revise` (``EXT``)."""
     if si[s, CURRENT] != CUR_SPARE or si[si[s, ROW], PLAN_NSTARTS] > 0:
         si[s, CURRENT] = CUR_ROW
     si[s, EXT] = 1
-    si[s, SHR] = 1
     si[s, EXT_N] = 0
 
 
@@ -1561,21 +1616,14 @@ def _new_pass(
 ) -> None:
     """The driver's new pass at site ``s`` (it was touched since its plan), into its plan row
     ``si[s, ROW]``, then ``FRESH``: the spare when it is that very pass (:func:`_swap_in`), else
-    the plan extended when only copies were queued there (:func:`_extend`) or shrunk when only
-    copies left its queue (:func:`_shrink`), each when that is exact (conservative only), else a
-    pass (:func:`_plan`); each counted as one."""
+    the plan revised when only copies were queued there or left its queue (:func:`_revise`,
+    conservative only, when that is exact), else a pass (:func:`_plan`); each counted as one."""
     if _swap_in(s, now, si, g, pnow):
         si[s, CURRENT] = CUR_ROW
     else:
-        if local != LOCAL_CONSERVATIVE or not (
-            _extend(
-                s, now, order, si, g, prim, held, procs, est, ext, pqueue, pstarts, pid, pstate, pstart, ppos, times,
-                frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
-            )
-            or _shrink(
-                s, now, si, g, held, procs, est, ext, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees, pints,
-                ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
-            )
+        if local != LOCAL_CONSERVATIVE or not _revise(
+            s, now, order, si, g, prim, held, procs, est, ext, pqueue, pstarts, pid, pstate, pstart, ppos, times,
+            frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
         ):  # fmt: skip
             _plan(
                 si[s, ROW], s, NO_JOB, 0.0, local, order, now, si, g, slot_job, slot_alive, prim, procs, est,
@@ -1848,7 +1896,6 @@ def run_loop(
                         si[s, EXT_N] += 1
                     else:
                         si[s, EXT] = 0
-                si[s, SHR] = 0
                 si[s, FRESH] = 0
                 si[s, DIRTY] = 1
                 _log(lg, lgt, g, now, EV_SUBMIT, o, s)
@@ -2072,7 +2119,7 @@ _SCALARS = {"int": types.int64, "float": types.float64, "bool": types.boolean}
 
 #: Which process compiles which kernels, in two stages (:func:`compile_kernels`): per stage, the
 #: helper's share, then this process's. A share's callees are in it or in an earlier stage, except
-#: ``_extend``, which the helper compiles first in stage 2 and this process needs only after
+#: ``_revise``, which the helper compiles first in stage 2 and this process needs only after
 #: ``_plan`` (if it is late, this process compiles it too: the same code, only time is lost).
 #: Balanced on compile times measured (BENCHMARKS.md, "Compiling in parallel"); :func:`run_loop`
 #: itself comes last, in this process.
@@ -2101,7 +2148,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         ),
     ),
     (
-        ("_extend", "_shrink", "_prefix_to", "_start_from_plan", "_insert_copy", "_take_out_copy"),
+        ("_revise", "_prefix_to", "_start_from_plan", "_insert_copy", "_take_out_copy"),
         ("_plan", "_new_pass"),
     ),
 )
