@@ -181,25 +181,21 @@ def test_compiled_loop_on_sites_of_different_sizes(config: int) -> None:
     assert_same(*both(jobs, sites, meta, local))
 
 
-@pytest.mark.parametrize("k", [1, 2, 3])
-def test_compiled_loop_keeps_each_sites_current_pass_exact(k: int) -> None:
-    """Completion-time site choice under overload: the compiled loop keeps, per site, a pass of
-    its queue as it is (copies put into it, passes cut back behind a copy ahead of placed jobs,
-    retimed, started jobs taken out) and answers projections from it. Jobs come in pairs at one
-    instant (seed 000's shifted copies), in four classes of five speeds, so copies land ahead of
-    placed and of started jobs. (With k=2 it catches a copy put in with the queue length read
-    before the cut took started jobs out.)"""
-    rng = np.random.default_rng(1)
+def paired_overload(seed: int, n: int, gap: float) -> tuple[list[Site], list[Job]]:
+    """Four sites of 32 processors, four classes of five speeds; ``n`` jobs in pairs at one instant
+    every ``gap`` seconds (seed 000's shifted copies), mostly narrow, some as wide as a site:
+    overload, so that copies land ahead of placed and of started jobs."""
+    rng = np.random.default_rng(seed)
     sites = [
         Site(f"s{i}", 32, speed={c: float(rng.choice([0.5, 0.8, 1.0, 1.3, 2.0])) for c in range(4)}) for i in range(4)
     ]
     jobs = []
-    for i in range(500):
+    for i in range(n):
         req = float(rng.choice([600, 3600, 7200, 14400]))
         jobs.append(
             Job(
                 i + 1,
-                float((i // 2) * 120),
+                float((i // 2) * gap),
                 float(rng.integers(1, int(req) + 1)),
                 req,
                 int(rng.choice([1, 1, 1, 2, 4, 32])),
@@ -207,6 +203,17 @@ def test_compiled_loop_keeps_each_sites_current_pass_exact(k: int) -> None:
                 app_class=int(rng.integers(0, 4)),
             )
         )
+    return sites, jobs
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_compiled_loop_keeps_each_sites_current_pass_exact(k: int) -> None:
+    """Completion-time site choice under overload: the compiled loop keeps, per site, a pass of
+    its queue as it is (copies put into it, passes cut back behind a copy ahead of placed jobs,
+    retimed, started jobs taken out) and answers projections from it (:func:`paired_overload`).
+    (With k=2 it catches a copy put in with the queue length read before the cut took started jobs
+    out.)"""
+    sites, jobs = paired_overload(seed=1, n=500, gap=120.0)
     assert_same(*both(jobs, sites, CompletionTime(k=k, selection="completion"), ConservativeBackfill(order=Efficacy())))
 
 
@@ -214,31 +221,13 @@ def test_compiled_loop_keeps_each_sites_current_pass_exact(k: int) -> None:
     "meta", [CompletionTime(k=2), CompletionTime(k=4), CancelSlowerOnly(k=4)], ids=["ct-k2", "ct-k4", "slower-k4"]
 )
 def test_compiled_loop_goes_on_from_a_plan_cut_back_to_copies_queued(meta: MetaScheduler) -> None:
-    """Load-based site choice, efficacy order, overload: a site touched only by copies queued since
-    its plan is re-planned from that plan (``_extend``); a copy that may start now, or one put in
-    ahead of jobs the plan placed, has the plan cut back to it, its started jobs behind the cut
-    taken out of its queue, and the pass going on from there. Jobs come in pairs at one instant,
-    in four classes of five speeds, so copies land ahead of placed and of started jobs, and some
-    are narrow enough to start at once. (It catches started jobs left in the queue behind the cut,
-    placed again as if queued.)"""
-    rng = np.random.default_rng(0)
-    sites = [
-        Site(f"s{i}", 32, speed={c: float(rng.choice([0.5, 0.8, 1.0, 1.3, 2.0])) for c in range(4)}) for i in range(4)
-    ]
-    jobs = []
-    for i in range(300):
-        req = float(rng.choice([600, 3600, 7200, 14400]))
-        jobs.append(
-            Job(
-                i + 1,
-                float((i // 2) * 150),
-                float(rng.integers(1, int(req) + 1)),
-                req,
-                int(rng.choice([1, 1, 1, 2, 4, 32])),
-                home_site=int(rng.integers(0, 4)),
-                app_class=int(rng.integers(0, 4)),
-            )
-        )
+    """Load-based site choice, efficacy order, overload (:func:`paired_overload`; some copies are
+    narrow enough to start at once): a site touched only by copies queued since its plan is
+    revised from that plan (``_revise``); a copy that may start now, or one put in ahead of jobs the
+    plan placed, has the plan cut back to it, its started jobs behind the cut taken out of its
+    queue, and the pass going on from there. (It catches started jobs left in the queue behind the
+    cut, placed again as if queued.)"""
+    sites, jobs = paired_overload(seed=0, n=300, gap=150.0)
     assert_same(*both(jobs, sites, meta, ConservativeBackfill(order=Efficacy())))
 
 
