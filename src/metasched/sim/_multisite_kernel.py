@@ -786,6 +786,45 @@ def _retime_row(
 
 
 @njit(cache=True, nogil=True)
+def _cut_to(
+    r: int,
+    s: int,
+    at: int,
+    first: int,
+    si: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pid: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> None:
+    """Plan row ``r`` (site ``s``): the windows from queue position ``at`` on are taken back
+    (:func:`~metasched.policy.local._conservative_kernel.cut`; ``at`` = the queue's length: none),
+    the jobs the row started from there on (running: their windows stay) leave its queue, so that a
+    pass going on from the cut does not place them again, as do the jobs whose ``pid`` the caller
+    cleared (all at or behind ``first`` <= ``at``). The caller has checked that none of the started
+    ones is still to start (:func:`_cut_behind`, :func:`_revise`)."""
+    queue = pqueue[r]
+    placed = pints[r, 1]
+    if at < si[r, PLAN_N]:
+        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
+    for x in range(at, placed):
+        if pstate[r, queue[x]] == 4:
+            pid[r, queue[x]] = -1
+    _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
+
+
+@njit(cache=True, nogil=True)
 def _cut_behind(
     r: int,
     s: int,
@@ -826,21 +865,9 @@ def _cut_behind(
     if found and cut_ok:
         si[s, SWAP] = 0
         pints[r, STOP] = STOP_UNKNOWN
-        # the jobs started from ``pos`` on leave the row's queue, as they left the site's: the pass
-        # resumed at ``pos`` must not place them again (their windows stay, as running jobs')
-        n = si[r, PLAN_N]
-        w = pos
-        for x in range(pos, n):
-            q = pqueue[r, x]
-            if x < pints[r, 1] and pstate[r, q] == 4:
-                pid[r, q] = -1
-                continue
-            pqueue[r, w] = q
-            ppos[r, q] = w
-            w += 1
-        pints[r, 1] -= n - w  # they were all placed, so ahead of the pass's cursor
-        si[r, PLAN_N] = w
-        _cut_row(r, s, pos, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
+        # (the jobs started from ``pos`` on leave the row's queue, as they left the site's)
+        _cut_to(r, s, pos, pos, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
+                shape_p, pdef, pbound)  # fmt: skip
     return found
 
 
@@ -1274,44 +1301,6 @@ def _swap_in(s: int, now: float, si: np.ndarray, g: np.ndarray, pnow: np.ndarray
     si[s, EXT] = 0
     g[G_PLANS] += 1
     return True
-
-
-@njit(cache=True, nogil=True)
-def _cut_to(
-    r: int,
-    s: int,
-    at: int,
-    first: int,
-    si: np.ndarray,
-    procs: np.ndarray,
-    est: np.ndarray,
-    pqueue: np.ndarray,
-    pid: np.ndarray,
-    pstate: np.ndarray,
-    pstart: np.ndarray,
-    ppos: np.ndarray,
-    times: np.ndarray,
-    frees: np.ndarray,
-    pints: np.ndarray,
-    ptz: np.ndarray,
-    ff: np.ndarray,
-    shape_p: np.ndarray,
-    pdef: np.ndarray,
-    pbound: np.ndarray,
-) -> None:
-    """Site ``s``'s plan row ``r``, retimed to now: the windows from queue position ``at`` on are taken
-    back (:func:`~metasched.policy.local._conservative_kernel.cut`; ``at`` = the queue's length:
-    none), the jobs the plan started from there on (running: their windows stay) leave its queue,
-    so that a pass going on from the cut does not place them again, as do the jobs whose ``pid`` the
-    caller cleared (all at or behind ``first`` <= ``at``)."""
-    queue = pqueue[r]
-    placed = pints[r, 1]
-    if at < si[r, PLAN_N]:
-        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
-    for x in range(at, placed):
-        if pstate[r, queue[x]] == 4:
-            pid[r, queue[x]] = -1
-    _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
 
 
 @njit(cache=True, nogil=True)
