@@ -400,6 +400,17 @@ def _memo_holds(P: dict[str, Any]) -> None:
         assert first_fit(P["times"], P["free"], P["ints"][0], P["now"], p, d) >= at
 
 
+def _first_pass(case: tuple) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """The drawn case's pass, with the early stop, made (its arrays, the jobs' widths and estimates)."""
+    cap, now, used, rel_end, rel_procs, jobs, _ = case
+    n = len(jobs)
+    procs = np.array([p for p, d in jobs], dtype=np.int64)
+    dur = np.array([d for p, d in jobs])
+    P = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
+    _run(P, procs, dur, n, True)
+    return P, procs, dur
+
+
 def _fresh_with_started(
     cap: int,
     now: float,
@@ -434,12 +445,8 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
     (It caught a cut that lost a window's bounds merged away by an earlier cut, and, with the
     requests after a cut, a deferred list that outgrew its arrays: run it under
     ``NUMBA_BOUNDSCHECK=1`` to see such a fault as an ``IndexError``.)"""
-    cap, now, used, rel_end, rel_procs, jobs, rounds = case
-    n = len(jobs)
-    procs = np.array([p for p, d in jobs], dtype=np.int64)
-    dur = np.array([d for p, d in jobs])
-    P = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
-    _run(P, procs, dur, n, True)
+    cap, now, used, rel_end, rel_procs, _, rounds = case
+    P, procs, dur = _first_pass(case)
     _memo_holds(P)
     started = [int(x) for x in P["queue"] if P["state"][x] == 1]
     for asks, pos in rounds:
@@ -530,10 +537,7 @@ def test_a_pass_cut_back_goes_on_with_its_early_stop_as_a_fresh_pass(case: tuple
     cases drawn without it found no counter-example, so this test does not show it is needed.)"""
     cap, now, used, rel_end, rel_procs, jobs, rounds = case
     n = len(jobs)
-    procs = np.array([p for p, d in jobs], dtype=np.int64)
-    dur = np.array([d for p, d in jobs])
-    P = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
-    _run(P, procs, dur, n, True)
+    P, procs, dur = _first_pass(case)
     stop = int(P["ints"][1])
     starts = [int(x) for x in P["queue"] if P["state"][x] == 1]
     denied = set(data.draw(st.sets(st.sampled_from(starts))) if starts else set())
