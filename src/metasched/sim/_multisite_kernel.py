@@ -812,8 +812,9 @@ def _cut_to(
     (:func:`~metasched.policy.local._conservative_kernel.cut`; ``at`` = the queue's length: none),
     the jobs the row started from there on (running: their windows stay) leave its queue, so that a
     pass going on from the cut does not place them again, as do the jobs whose ``pid`` the caller
-    cleared (all at or behind ``first`` <= ``at``). The caller has checked that none of the started
-    ones is still to start (:func:`_cut_behind`, :func:`_revise`)."""
+    cleared (all at or behind ``first``; the queue's length: none). The caller has checked that none
+    of the started ones is still to start (:func:`_cut_behind`, :func:`_revise`). (The queue is
+    compacted only from the first job that leaves it, and not at all when none does: most cuts.)"""
     queue = pqueue[r]
     placed = pints[r, 1]
     if at < si[r, PLAN_N]:
@@ -821,7 +822,10 @@ def _cut_to(
     for x in range(at, placed):
         if pstate[r, queue[x]] == 4:
             pid[r, queue[x]] = -1
-    _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
+            if x < first:
+                first = x
+    if first < si[r, PLAN_N]:
+        _drop_gone(r, first, si, pqueue, pid, ppos, pints, pdef, pbound)
 
 
 @njit(cache=True, nogil=True)
@@ -866,8 +870,8 @@ def _cut_behind(
         si[s, SWAP] = 0
         pints[r, STOP] = STOP_UNKNOWN
         # (the jobs started from ``pos`` on leave the row's queue, as they left the site's)
-        _cut_to(r, s, pos, pos, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
-                shape_p, pdef, pbound)  # fmt: skip
+        _cut_to(r, s, pos, si[r, PLAN_N], si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints,
+                ptz, ff, shape_p, pdef, pbound)  # fmt: skip
     return found
 
 
@@ -1426,7 +1430,7 @@ def _extend(
             if pstate[r, queue[x]] == 4 and held[s, queue[x]]:
                 return -1  # (a start still to be taken: not handled)
         go_on = True
-        _cut_to(r, s, at, at, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
+        _cut_to(r, s, at, n, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
                 shape_p, pdef, pbound)  # fmt: skip
     elif not go_on and pints[r, 1] > pints[r, STOP]:
         # a copy refused for the windows placed (on demand) behind the early stop no longer has the
