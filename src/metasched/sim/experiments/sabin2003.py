@@ -45,6 +45,7 @@ from metasched.policy.meta import REGISTRY as META_REGISTRY
 from metasched.policy.meta.least_load import LeastLoad
 from metasched.policy.meta.reservations_base import Selection
 from metasched.policy.priority import REGISTRY as ORDER_REGISTRY
+from metasched.sim._memory import keep_freed_memory
 from metasched.sim.metrics import write_rows_csv
 from metasched.sim.multisite import TRANSFER_ATTR, JobColumns, simulate_multisite
 from metasched.sim.multisite_metrics import summarise_multisite
@@ -474,7 +475,9 @@ def run_sweep(
 ) -> list[dict[str, Any]]:
     """Every (trace, load, scheme) in a pool of ``workers`` processes; rows sorted by task.
     ``done_rows``: rows of an earlier, interrupted sweep with the same inputs; their tasks are
-    not run again (``on_done`` is called for the new rows only)."""
+    not run again (``on_done`` is called for the new rows only). The processes keep the memory
+    their runs free for the next run (:func:`~metasched.sim._memory.keep_freed_memory`)."""
+    keep_freed_memory()  # (before the workers fork: they inherit it)
     done = {(r["trace"], float(r["load_factor"]), r["scheme"]): r for r in done_rows}
     tasks = sorted(
         (Task(t, load, s) for t in data for load in loads for s in schemes if (t, float(load), s) not in done),
