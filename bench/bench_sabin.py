@@ -17,6 +17,7 @@ import os
 import time
 from pathlib import Path
 
+from metasched.sim._memory import keep_freed_memory
 from metasched.sim.experiments import sabin2003 as exp
 from metasched.workload import transforms
 from metasched.workload.swf import read_swf
@@ -51,6 +52,7 @@ def main() -> None:
     ref_head = f" {'ref_cpu_s':>9} {'speedup':>7}" if args.reference else ""
     ref_head += f" {'driver_cpu_s':>12} {'speedup':>7}" if args.driver else ""
     print(f"{'trace':6} {'load':>5} {'scheme':14} {'cpu_s':>8} {'wall_s':>8} {'plans':>8} {'jobs/cpu_s':>10}{ref_head}")
+    keep_freed_memory()  # as the sweep's processes do (exp.run_sweep)
     for name in args.trace or ["CTC", "SDSC"]:
         w = read_swf(SHARED / "data" / "traces" / TRACES[name])
         data = exp.TraceData(name, transforms.first_n(w.jobs, args.jobs), w.max_procs, table)
