@@ -356,3 +356,37 @@ def test_copy_head_copies_the_head_of_one_row_into_another_and_nothing_else(dtyp
     assert np.array_equal(arr, expected)
     kernel_module._copy_head(arr, 0, 2, 0)  # nothing to copy
     assert np.array_equal(arr, expected)
+
+
+def test_a_copied_rows_shape_tables_keep_only_the_source_entries_under_a_newer_generation() -> None:
+    """``_copy_row``: row ``b`` (whose own history reached a higher generation than ``a``'s) gets
+    ``a``'s current entries under a generation above both, and no other entry of its table, in the
+    part in use or beyond it, has that generation (so growing the table exposes nothing stale)."""
+    from metasched.policy.local._conservative_kernel import GEN
+
+    k = kernel_module
+    rows, n, cap, table = 2, 4, 3, 16
+    si = np.zeros((rows, k.N_SI), dtype=np.int64)
+    si[0, k.TABLE] = table
+    pints = np.zeros((rows, k.N_PINTS), dtype=np.int64)
+    pints[0, GEN], pints[1, GEN] = 5, 9
+    shape_p = np.full((rows, 4 * table), -1, dtype=np.int64)
+    shape_p[0, 3] = (5 << 32) | 2  # a's current entry (width 2)
+    shape_p[0, 7] = (4 << 32) | 1  # a's stale entry
+    shape_p[1, :] = (9 << 32) | 1  # b's own entries, of its generation 9, everywhere
+    shape_d = np.zeros((rows, 4 * table))
+    shape_d[0, 3] = 10.0
+    z_i = np.zeros((rows, n + 1), dtype=np.int64)
+    k._copy_row(
+        0, 1, cap, si, np.zeros(k.N_G, dtype=np.int64), z_i, z_i.copy(), np.full((rows, n), -1, dtype=np.int64),
+        np.zeros((rows, n), dtype=np.int8), np.zeros((rows, n)), np.zeros((rows, n), dtype=np.int64),
+        np.zeros((rows, 8)), np.zeros((rows, 8), dtype=np.int64), pints, np.zeros((rows, 1 + k.MEMO_SIZE)),
+        np.zeros(rows), np.zeros((rows, 2 * (cap + 1))), shape_p, shape_d, np.zeros((rows, 8 * table)), z_i.copy(),
+        np.zeros((rows, n + 1)),
+    )  # fmt: skip
+    gen = int(pints[1, GEN])
+    assert gen > 9 and pints[0, GEN] == 5 and si[1, k.TABLE] == table
+    assert shape_p[1, 3] == (gen << 32) | 2 and shape_d[1, 3] == 10.0
+    current = [h for h in range(4 * table) if shape_p[1, h] >> 32 == gen]
+    assert current == [3]
+    assert (shape_p[1, : 2 * table] == -1).sum() == 2 * table - 1  # a's stale entry left empty too

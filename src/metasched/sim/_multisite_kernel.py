@@ -44,6 +44,7 @@ from metasched._jit import move, njit, types
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (
+    GEN,
     MEMO_SIZE,
     ZERO,
     base_profile,
@@ -77,11 +78,12 @@ CUR_NONE, CUR_ROW, CUR_SPARE = range(3)
 # since (listed in ``ext[s]`` as the job) or taken out of its queue (as ``-1 - job``), at most
 # ``EXT_CAP``, see :func:`_revise`
 EXT_CAP = 64
-# a plan row's ints (``pints``): the five of ``place`` (steps, cursor, processors really free, head
-# and tail of the deferred list), then ``STOP``: a queue position from which on no job can start at
-# the row's instant (where its pass stopped early; ``STOP_UNKNOWN``: not known)
-STOP = 5
-N_PINTS = 6
+# a plan row's ints (``pints``): the six of ``place`` (steps, cursor, processors really free, head
+# and tail of the deferred list, the generation of its shape tables ``GEN``: only ever increased, so
+# no entry of an older one is read again), then ``STOP``: a queue position from which on no job can
+# start at the row's instant (where its pass stopped early; ``STOP_UNKNOWN``: not known)
+STOP = 6
+N_PINTS = 7
 STOP_UNKNOWN = i64(1 << 62)
 # per-site float state (columns of ``sf``)
 QWORK, RWORK, BUSY = range(3)
@@ -642,8 +644,7 @@ def _plan(
             v >>= 1
         table = 1 << max(4, bits)
         si[r, TABLE] = table
-        for h in range(2 * table):
-            shape_p[r, h] = -1
+        pints[r, GEN] += 1  # (the shape tables emptied)
         ns = _early_stop_pass(
             r, s, ZERO, now, si, g, procs, est, pqueue, pstarts, pstate, pstart, times, frees, pints, ptz, ff,
             shape_p, shape_d, shape_start, pdef, pbound,
@@ -1028,8 +1029,12 @@ def _copy_row(
     pbound: np.ndarray,
 ) -> None:
     """Plan row ``b`` := plan row ``a`` (the parts in use; ``cap``: the site's processors), under a
-    new plan id (so no stale entry of row ``b`` is taken for one of its jobs). (The copy of a site's
-    plan is never that site's next plan: the caller clears ``SWAP``.)"""
+    new plan id (so no stale entry of row ``b`` is taken for one of its jobs) and a generation of
+    its shape tables above both rows' (``b``'s only ever increases: the entries of ``a``'s current
+    one are copied under it, the rest left empty). (The copy of a site's plan is never that site's
+    next plan: the caller clears ``SWAP``.)"""
+    gen_a = pints[a, GEN]
+    gen = (gen_a if gen_a > pints[b, GEN] else pints[b, GEN]) + 1
     g[G_PIDS] += 1
     plan_id = g[G_PIDS]
     n = si[a, PLAN_N]
@@ -1050,10 +1055,15 @@ def _copy_row(
     _copy_head(times, a, b, pints[a, 0])
     _copy_head(frees, a, b, pints[a, 0])
     _copy_head(pints, a, b, pints.shape[1])
+    pints[b, GEN] = gen
     _copy_head(ptz, a, b, ptz.shape[1])
     pnow[b] = pnow[a]
     _copy_head(ff, a, b, 2 * (cap + 1))
-    _copy_head(shape_p, a, b, 2 * table)
+    old = gen_a << 32
+    new = gen << 32
+    for h in range(2 * table):
+        key = shape_p[a, h]
+        shape_p[b, h] = new | (key & 0xFFFFFFFF) if (key >> 32) << 32 == old else -1
     _copy_head(shape_d, a, b, 2 * table)
     _copy_head(shape_start, a, b, 4 * table)
     _copy_head(pdef, a, b, pints[a, 4])
@@ -1071,7 +1081,7 @@ def _copy_head(arr: np.ndarray, a: int, b: int, k: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _grow_tables(r: int, n: int, si: np.ndarray, shape_p: np.ndarray) -> None:
+def _grow_tables(r: int, n: int, si: np.ndarray, pints: np.ndarray) -> None:
     """Plan row ``r``'s queue now holds ``n`` jobs. Its shape tables (search bounds only) were sized
     for the queue of the row's pass: with more jobs than that they could fill up (an open-addressing
     table that is full has no empty slot to stop a search), so they grow, cleared (no bound is always
@@ -1081,14 +1091,13 @@ def _grow_tables(r: int, n: int, si: np.ndarray, shape_p: np.ndarray) -> None:
         while 2 * n + 1 > table:
             table <<= 1
         si[r, TABLE] = table
-        for h in range(2 * table):
-            shape_p[r, h] = -1
+        pints[r, GEN] += 1
 
 
 @njit(cache=True, nogil=True)
 def _queue_in(
     r: int, pos: int, o: int, si: np.ndarray, pqueue: np.ndarray, pid: np.ndarray, ppos: np.ndarray,
-    shape_p: np.ndarray,
+    pints: np.ndarray,
 ) -> None:  # fmt: skip
     """Job ``o`` enters plan row ``r``'s queue at position ``pos`` (the jobs from there on move back
     one), in the row's plan (``pid``); the shape tables grow if needed (:func:`_grow_tables`). Its
@@ -1103,7 +1112,7 @@ def _queue_in(
     ppos[r, o] = pos
     pid[r, o] = si[r, PLAN_ID]
     si[r, PLAN_N] = n + 1
-    _grow_tables(r, n + 1, si, shape_p)
+    _grow_tables(r, n + 1, si, pints)
 
 
 @njit(cache=True, nogil=True)
@@ -1169,7 +1178,7 @@ def _insert_copy(
     start = reserve(times[r], frees[r], pints[r], ptz[r], now, p, est[s, o])
     if start == np.inf or (start <= now and (not made_now or p > pints[r, 2])):
         return False  # (to start now, seen from an older instant: the driver re-plans here anyway)
-    _queue_in(r, pos, o, si, pqueue, pid, ppos, shape_p)  # (the queue as the cut left it)
+    _queue_in(r, pos, o, si, pqueue, pid, ppos, pints)  # (the queue as the cut left it)
     for k in range(pints[r, 3], pints[r, 4]):
         if pdef[r, k] >= pos:
             pdef[r, k] += 1
@@ -1448,7 +1457,7 @@ def _extend(
         pos = _after_key(prim, s, queue, n, prim[s, c]) if order == ORDER_EFFICACY else n
         if pos < pints[r, 1]:
             return -1
-        _queue_in(r, pos, c, si, pqueue, pid, ppos, shape_p)
+        _queue_in(r, pos, c, si, pqueue, pid, ppos, pints)
         pstate[r, c] = 3
     return 1 if go_on else 0
 
@@ -1693,6 +1702,7 @@ def run_loop(
     times = np.zeros((2 * S, steps_cap), dtype=np.float64)
     frees = np.zeros((2 * S, steps_cap), dtype=np.int64)
     pints = np.zeros((2 * S, N_PINTS), dtype=np.int64)
+    pints[:, GEN] = 1  # (above the -1 of every empty slot of ``shape_p``)
     # a plan row's floats: the first instant with none free, then the pass's memo (see ``place``)
     ptz = np.zeros((2 * S, 1 + MEMO_SIZE), dtype=np.float64)
     pnow = np.zeros(2 * S, dtype=np.float64)

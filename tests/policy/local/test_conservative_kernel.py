@@ -308,7 +308,7 @@ def _new_pass(
         P["free"],
         P["tz"],
     )
-    P["ints"] = np.array([steps, 0, free_now, 0, 0], dtype=np.int64)
+    P["ints"] = np.array([steps, 0, free_now, 0, 0, 1], dtype=np.int64)  # (shape tables: generation 1)
     P["ff"] = np.full(2 * (cap + 1), -np.inf)  # (with room for the step hints)
     table = 1 << max(4, (2 * n + 1).bit_length())
     P["sp"] = np.full(2 * table, -1, dtype=np.int64)

@@ -235,7 +235,7 @@ class _ColumnPass:
             self.free,
             self.t_zero,
         )
-        self.ints = np.array([steps, 0, view.free_procs, 0, 0], dtype=np.int64)
+        self.ints = np.array([steps, 0, view.free_procs, 0, 0, 1], dtype=np.int64)  # (generation 1)
         self.first_free = np.full(2 * (view.total_procs + 1), -np.inf)  # (with room for the step hints)
         table = 1 << max(4, (2 * n + 1).bit_length())
         self.shape_p = np.full(2 * table, -1, dtype=np.int64)
