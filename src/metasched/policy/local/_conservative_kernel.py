@@ -55,7 +55,7 @@ TOO_WIDE = -1
 NO_END = -2
 
 #: ``ints[GEN]``: the generation of a pass's shape tables (see :func:`place`): their entries are
-#: ``(GEN << 32) | width`` keys, and only those of the current generation are there.
+#: ``(generation << 32) | width`` keys, and only those of the current generation are there.
 GEN = 5
 
 #: Entries of a pass's memo of shapes with no fit before an instant (see :func:`_dominated`).
