@@ -484,16 +484,14 @@ def _cut_row(
     pints: np.ndarray,
     ptz: np.ndarray,
     ff: np.ndarray,
-    shape_p: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
 ) -> None:
     """:func:`~metasched.policy.local._conservative_kernel.cut` of plan row ``r`` (site ``s``) back
     to the jobs ahead of queue position ``pos`` (the first instants of ``ff``, not its step
     hints)."""
-    table = si[r, TABLE]
     cut(
-        times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], shape_p[r, : 2 * table], ptz[r, 1:],
+        times[r], frees[r], pints[r], ptz[r], ff[r, : si[s, CAP] + 1], ptz[r, 1:],
         pqueue[r, : si[r, PLAN_N]], procs, est[s], pstart[r], pstate[r], pdef[r], pbound[r], pos,
     )  # fmt: skip
 
@@ -805,7 +803,6 @@ def _cut_to(
     pints: np.ndarray,
     ptz: np.ndarray,
     ff: np.ndarray,
-    shape_p: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
 ) -> None:
@@ -819,7 +816,7 @@ def _cut_to(
     queue = pqueue[r]
     placed = pints[r, 1]
     if at < si[r, PLAN_N]:
-        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, shape_p, pdef, pbound)
+        _cut_row(r, s, at, si, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz, ff, pdef, pbound)
     for x in range(at, placed):
         if pstate[r, queue[x]] == 4:
             pid[r, queue[x]] = -1
@@ -848,7 +845,6 @@ def _cut_behind(
     pints: np.ndarray,
     ptz: np.ndarray,
     ff: np.ndarray,
-    shape_p: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
     cut_ok: bool,
@@ -872,7 +868,7 @@ def _cut_behind(
         pints[r, STOP] = STOP_UNKNOWN
         # (the jobs started from ``pos`` on leave the row's queue, as they left the site's)
         _cut_to(r, s, pos, si[r, PLAN_N], si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints,
-                ptz, ff, shape_p, pdef, pbound)  # fmt: skip
+                ptz, ff, pdef, pbound)  # fmt: skip
     return found
 
 
@@ -923,8 +919,8 @@ def _prefix_to(
         if g[G_ERROR] != 0:
             return -1
     behind = _cut_behind(
-        r, s, pos, si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, shape_p,
-        pdef, pbound, cut_ok,
+        r, s, pos, si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, pdef,
+        pbound, cut_ok,
     )  # fmt: skip
     if behind < 0:
         return -1
@@ -1293,7 +1289,7 @@ def _take_out_copy(
         return False
     if _cut_behind(
         r, s, ppos[r, o], si, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
-        shape_p, pdef, pbound, CUT_OK,
+        pdef, pbound, CUT_OK,
     ) < 0:  # fmt: skip
         return False
     pid[r, o] = -1
@@ -1334,7 +1330,6 @@ def _shrink(
     pints: np.ndarray,
     ptz: np.ndarray,
     ff: np.ndarray,
-    shape_p: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
 ) -> bool:
@@ -1368,8 +1363,8 @@ def _shrink(
         if (st == 0 or st == 1) and x < at:
             at = x
         pid[r, c] = -1
-    _cut_to(r, s, at, first, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, shape_p,
-            pdef, pbound)  # fmt: skip
+    _cut_to(r, s, at, first, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff, pdef,
+            pbound)  # fmt: skip
     pints[r, 2] = si[s, FREE]
     return at < n and at < pints[r, STOP]
 
@@ -1396,7 +1391,6 @@ def _extend(
     pints: np.ndarray,
     ptz: np.ndarray,
     ff: np.ndarray,
-    shape_p: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
 ) -> int:
@@ -1440,7 +1434,7 @@ def _extend(
                 return -1  # (a start still to be taken: not handled)
         go_on = True
         _cut_to(r, s, at, n, si, procs, est, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
-                shape_p, pdef, pbound)  # fmt: skip
+                pdef, pbound)  # fmt: skip
     elif not go_on and pints[r, 1] > pints[r, STOP]:
         # a copy refused for the windows placed (on demand) behind the early stop no longer has the
         # stop's reason: where the pass stopped is no longer a place from which on nothing can start
@@ -1540,11 +1534,11 @@ def _revise(
     go_on = False
     if removed:
         go_on = _shrink(s, now, si, procs, est, ext, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, ff,
-                        shape_p, pdef, pbound)  # fmt: skip
+                        pdef, pbound)  # fmt: skip
     if queued:
         code = _extend(
             s, now, order, go_on, si, prim, held, procs, est, ext, pqueue, pid, pstate, pstart, ppos, times, frees,
-            pints, ptz, ff, shape_p, pdef, pbound,
+            pints, ptz, ff, pdef, pbound,
         )  # fmt: skip
         if code < 0:
             return False

@@ -467,7 +467,6 @@ def test_a_pass_cut_back_and_resumed_is_a_fresh_pass(case: tuple) -> None:
             P["ints"],
             P["tz"],
             P["ff"][: P["cap"] + 1],  # (as the loop: the first instants, not the step hints)
-            P["sp"],
             P["memo"],
             P["queue"],
             procs,
@@ -552,8 +551,8 @@ def test_a_pass_cut_back_goes_on_with_its_early_stop_as_a_fresh_pass(case: tuple
     at = min(held) if held else n
     if at < n:
         cut(
-            P["times"], P["free"], P["ints"], P["tz"], P["ff"][: cap + 1], P["sp"], P["memo"], P["queue"], procs,
-            dur, P["starts"], P["state"], P["def"], P["bound"], at,
+            P["times"], P["free"], P["ints"], P["tz"], P["ff"][: cap + 1], P["memo"], P["queue"], procs, dur,
+            P["starts"], P["state"], P["def"], P["bound"], at,
         )  # fmt: skip
     keep = [x for i, x in enumerate(q) if x not in gone and not (i >= at and P["state"][x] == 4)]
     new_pos = {x: i for i, x in enumerate(keep)}

@@ -550,7 +550,6 @@ def cut(
     ints: np.ndarray,
     t_zero: np.ndarray,
     first_free: np.ndarray,
-    shape_p: np.ndarray,
     memo: np.ndarray,
     queue: np.ndarray,
     procs: np.ndarray,
@@ -574,12 +573,11 @@ def cut(
     :func:`place`), and the deferred ones ahead keep their bounds (a bound is a fit at or after
     the horizon of its time, and the windows taken back ended before it). The search bounds
     that assume the profile only loses processors (``first_free``, both shape tables, the memo)
-    are cleared (the shape tables by a new generation, ``ints[GEN]``: ``shape_p`` itself is not
-    written, its parameter is kept only for the callers' sake), and the deferred list moves to the
-    front of its arrays. Steps with as many processors free as the one before are merged into it (a
-    step boundary with the same processors free on both sides changes no earliest fit: a fit from
-    the later step fails where one from the earlier fails), so the profile never has more steps
-    than a fresh pass's."""
+    are cleared (the shape tables by a new generation, ``ints[GEN]``: they are not written), and
+    the deferred list moves to the front of its arrays. Steps with as many processors free as the
+    one before are merged into it (a step boundary with the same processors free on both sides
+    changes no earliest fit: a fit from the later step fails where one from the earlier fails), so
+    the profile never has more steps than a fresh pass's."""
     n = ints[0]
     i = -1  # the step of the last window given back: a hint for the next (starts often ascend)
     for x in range(pos, ints[1]):
