@@ -1055,11 +1055,10 @@ def _copy_row(
     _copy_head(ptz, a, b, ptz.shape[1])
     pnow[b] = pnow[a]
     _copy_head(ff, a, b, 2 * (cap + 1))
-    old = gen_a << 32
     new = gen << 32
     for h in range(2 * table):
         key = shape_p[a, h]
-        shape_p[b, h] = new | (key & 0xFFFFFFFF) if (key >> 32) << 32 == old else -1
+        shape_p[b, h] = new | (key & 0xFFFFFFFF) if key >> 32 == gen_a else -1
     _copy_head(shape_d, a, b, 2 * table)
     _copy_head(shape_start, a, b, 4 * table)
     _copy_head(pdef, a, b, pints[a, 4])
