@@ -87,11 +87,10 @@ def test_compiled_loop_gives_the_drivers_results(scenario: tuple[list[Site], lis
     assert_same(*both(jobs, sites, meta, local))
 
 
-@pytest.mark.parametrize("config", range(len(SUPPORTED)))
-def test_compiled_loop_on_a_busy_workload(config: int) -> None:
-    """Queues of dozens of copies (column compactions, plans placed lazily and answered
-    stale, projections), data transfers, equal submit times and equal estimates."""
-    rng = np.random.default_rng(11)
+def busy_workload(seed: int) -> tuple[list[Site], list[Job]]:
+    """Four sites of 16 processors with random speeds per class, 200 jobs: queues of dozens of
+    copies, data transfers, equal submit times and equal estimates, some ending early."""
+    rng = np.random.default_rng(seed)
     sites = [Site(f"s{i}", 16, speed={c: float(rng.choice([0.5, 1.0, 2.0, 3.0])) for c in range(4)}) for i in range(4)]
     jobs = []
     for i in range(200):
@@ -108,6 +107,14 @@ def test_compiled_loop_on_a_busy_workload(config: int) -> None:
                 attrs={"transfer_s": float(rng.choice([0.0, 400.0, 1234.5]))},
             )
         )
+    return sites, jobs
+
+
+@pytest.mark.parametrize("config", range(len(SUPPORTED)))
+def test_compiled_loop_on_a_busy_workload(config: int) -> None:
+    """Queues of dozens of copies (column compactions, plans placed lazily and answered
+    stale, projections), data transfers, equal submit times and equal estimates."""
+    sites, jobs = busy_workload(11)
     meta, local = SUPPORTED[config]
     fast, reference = both(jobs, sites, meta, local)
     assert_same(fast, reference)
@@ -123,6 +130,19 @@ def test_compiled_loop_on_a_busy_workload(config: int) -> None:
         ]
 
     assert columns.source_jobs is None and fields(columns.jobs) == fields(jobs)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_projections_bounded_by_the_kth_best_completion_give_the_drivers_choices(k: int, seed: int) -> None:
+    """Completion-time site choice with K < N: once K sites are projected, another site's
+    projection is read from its plan without placing the jobs ahead of the copy when the plan as
+    it is already shows that its window cannot end before the K-th best completion (a lower
+    bound), or shows the exact fit (every job ahead looked at, the window ending before any job
+    put off); else the jobs ahead are placed. Every branch is taken in these runs; the choices
+    are the driver's, which projects every site in full."""
+    sites, jobs = busy_workload(seed)
+    assert_same(*both(jobs, sites, CompletionTime(k=k, selection="completion"), ConservativeBackfill(order=Efficacy())))
 
 
 @st.composite

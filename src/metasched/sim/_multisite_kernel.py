@@ -104,6 +104,7 @@ ERR_NEVER_RAN = 2
 # constants passed to other kernels (not literals, see ``i64``)
 NO_JOB = i64(-1)
 CUT_OK = cast(bool, np.bool_(True))
+PLACED = CUT_OK
 
 
 @njit(cache=True, nogil=True)
@@ -901,17 +902,18 @@ def _prefix_to(
     shape_start: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
+    placed: bool,
 ) -> int:
     """The position a newer job of efficacy key ``key`` takes in plan row ``r``'s queue (site
-    ``s``; FCFS: last), with the row placed up to the job ahead of it and holding no window of a
-    job behind it (:func:`_cut_behind`, with ``cut_ok``): then the row's profile is the one a
-    pass gives that job. -1: the row cannot tell (the profile ran out, or a job behind is still to
-    start at the row's instant); -2: jobs behind are placed and ``cut_ok`` is false (nothing
-    taken back)."""
+    ``s``; FCFS: last), with the row placed up to the job ahead of it (only if ``placed``; else
+    as it is) and holding no window of a job behind it (:func:`_cut_behind`, with ``cut_ok``):
+    then the row's profile is the one a pass gives that job (once placed up to it). -1: the row
+    cannot tell (the profile ran out, or a job behind is still to start at the row's instant); -2:
+    jobs behind are placed and ``cut_ok`` is false (nothing taken back)."""
     n = si[r, PLAN_N]
     queue = pqueue[r]
     pos = _after_key(prim, s, queue, n, key) if order == ORDER_EFFICACY else n
-    if pos > 0:
+    if pos > 0 and placed:
         _place_to(
             r, s, queue[pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow,
             ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
@@ -927,6 +929,80 @@ def _prefix_to(
     if behind > 0 and not cut_ok:
         return -2
     return pos
+
+
+@njit(cache=True, nogil=True)
+def _lowest_bound_ahead(r: int, pos: int, pints: np.ndarray, pdef: np.ndarray, pbound: np.ndarray) -> float:
+    """The lowest bound of plan row ``r``'s deferred jobs ahead of queue position ``pos``
+    (``inf``: none)."""
+    low = np.inf
+    for k in range(pints[r, 3], pints[r, 4]):
+        if pdef[r, k] < pos and pbound[r, k] < low:
+            low = pbound[r, k]
+    return low
+
+
+@njit(cache=True, nogil=True)
+def _fit_within(
+    r: int,
+    s: int,
+    pos: int,
+    now: float,
+    p: int,
+    d: float,
+    reach: float,
+    si: np.ndarray,
+    g: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> float:
+    """The first fit from ``now`` of ``p`` processors for ``d`` in the profile a pass of site
+    ``s`` gives the jobs ahead of queue position ``pos`` (read from plan row ``r``, which holds no
+    window of a job at or behind ``pos``, see :func:`_prefix_to`), if that window ends before
+    ``reach``; ``-inf`` when it does not (``inf``: the profile runs out first).
+
+    The jobs ahead are placed only if that is needed. The row's profile as it is has no fewer
+    processors free than the exact one (a job ahead not placed yet holds no window in it), so its
+    first fit is a lower bound of the exact start: a window ending at or after ``reach`` there
+    ends at or after it in the exact profile too (``-inf``, nothing placed). And that profile is
+    exact before the lowest bound of the jobs ahead put off, when every job ahead has been looked
+    at (``inf``: none put off): a fit whose window ends by that bound is free in the exact profile
+    too, so it is the exact first fit. Otherwise every job ahead is placed and the fit is read
+    again."""
+    start = first_fit(times[r], frees[r], pints[r, 0], now, p, d)
+    if start == np.inf:
+        return start  # (it runs out in a profile with no fewer processors free: so does the exact one)
+    end = start + d
+    if not end < reach:
+        return -np.inf
+    if pints[r, 1] >= pos and end <= _lowest_bound_ahead(r, pos, pints, pdef, pbound):
+        return start
+    if pos > 0:
+        _place_to(
+            r, s, pqueue[r, pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
+            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, np.inf,
+        )  # fmt: skip
+        if g[G_ERROR] != 0:
+            return np.inf
+    start = first_fit(times[r], frees[r], pints[r, 0], now, p, d)
+    if start < np.inf and not start + d < reach:
+        return -np.inf
+    return start
 
 
 @njit(cache=True, nogil=True)
@@ -962,6 +1038,7 @@ def _start_from_plan(
     pdef: np.ndarray,
     pbound: np.ndarray,
     cut_ok: bool,
+    reach: float,
 ) -> float:
     """The start job ``o`` (efficacy key ``key`` there) would get in a conservative pass of site
     ``s`` now with it queued, read from plan row ``r``, a pass of the site's queue as it is (its
@@ -987,15 +1064,26 @@ def _start_from_plan(
             return np.nan
     if cut_ok and not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return np.nan
+    bounded = reach < np.inf
     pos = _prefix_to(
         r, s, key, order, cut_ok, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times, frees,
-        pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+        pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, not bounded,
     )  # fmt: skip
     if pos == -1:
         return np.nan
     if pos == -2:
         return -np.inf
-    start = first_fit(times[r], frees[r], pints[r, 0], now, procs[o], est[s, o])
+    if bounded:
+        start = _fit_within(
+            r, s, pos, now, procs[o], est[s, o], reach, si, g, procs, est, pqueue, pstate, pstart, ppos, times,
+            frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+        )  # fmt: skip
+        if g[G_ERROR] != 0:
+            return np.nan
+        if start == -np.inf:
+            return np.inf  # (its window cannot end before ``reach``)
+    else:
+        start = first_fit(times[r], frees[r], pints[r, 0], now, procs[o], est[s, o])
     return start if start < np.inf else np.nan  # a profile that runs out: the pass reports it
 
 
@@ -1165,7 +1253,7 @@ def _insert_copy(
         return False
     pos = _prefix_to(
         r, s, prim[s, o], order, CUT_OK, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
-        frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+        frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, PLACED,
     )  # fmt: skip
     if pos < 0:
         return False
@@ -1786,13 +1874,26 @@ def run_loop(
                 key = -(fastest / est[s, o])  # the copy's efficacy key there, for a projection
                 projected[s] = 0
                 start = np.nan
+                # Only the k best (completion, site) are kept: once k are known, a site's
+                # projection matters only if it beats the k-th best so far (strictly, or
+                # equal with a lower index), and is placed only that far (reach); otherwise
+                # it is not among the k (inf).
+                reach = np.inf
+                if want and e >= k_sites:
+                    for a in range(e):
+                        best_v[a] = views_v[a]
+                        best_s[a] = views_s[a]
+                    _sort_by_value(best_v, best_s, e)
+                    kth_v = best_v[k_sites - 1]
+                    kth_s = best_s[k_sites - 1]
+                    reach = kth_v if s > kth_s else np.nextafter(kth_v, np.inf)
                 if want and local == LOCAL_CONSERVATIVE and si[s, CURRENT] != CUR_NONE:
                     spare = si[s, CURRENT] == CUR_SPARE
                     r = si[s, SPARE] if spare else si[s, ROW]
                     start = _start_from_plan(
                         r, s, o, key, order, now, si, g, prim, procs, est,
                         exp_end, run_list, held, pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff,
-                        shape_p, shape_d, shape_start, pdef, pbound, spare,
+                        shape_p, shape_d, shape_start, pdef, pbound, spare, reach,
                     )  # fmt: skip
                     if start == -np.inf:
                         # the site's plan holds jobs behind the copy: a copy of it is cut back instead
@@ -1805,7 +1906,7 @@ def run_loop(
                         start = _start_from_plan(
                             si[s, SPARE], s, o, key, order, now, si, g, prim, procs, est, exp_end, run_list, held,
                             pqueue, pid, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff, shape_p, shape_d,
-                            shape_start, pdef, pbound, CUT_OK,
+                            shape_start, pdef, pbound, CUT_OK, reach,
                         )  # fmt: skip
                 if want and start == start:
                     # the projection read from the site's plan: counted as the pass it stands for
@@ -1825,19 +1926,6 @@ def run_loop(
                         pints, ptz, pnow, ff, shape_p, shape_d, shape_start, scratch_f, scratch_i, pdef, pbound,
                         eq, eqn, held,
                     )  # fmt: skip
-                    # Only the k best (completion, site) are kept: once k are known, a site's
-                    # projection matters only if it beats the k-th best so far (strictly, or
-                    # equal with a lower index), and is placed only that far (reach); otherwise
-                    # it is not among the k (inf).
-                    reach = np.inf
-                    if e >= k_sites:
-                        for a in range(e):
-                            best_v[a] = views_v[a]
-                            best_s[a] = views_s[a]
-                        _sort_by_value(best_v, best_s, e)
-                        kth_v = best_v[k_sites - 1]
-                        kth_s = best_s[k_sites - 1]
-                        reach = kth_v if s > kth_s else np.nextafter(kth_v, np.inf)
                     st = pstate[r, o]
                     if st == 3:
                         _place_to(
@@ -2144,7 +2232,15 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         ),
     ),
     (
-        ("_revise", "_prefix_to", "_start_from_plan", "_insert_copy", "_take_out_copy"),
+        (
+            "_revise",
+            "_prefix_to",
+            "_lowest_bound_ahead",
+            "_fit_within",
+            "_start_from_plan",
+            "_insert_copy",
+            "_take_out_copy",
+        ),
         ("_plan", "_new_pass"),
     ),
 )
