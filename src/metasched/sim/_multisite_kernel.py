@@ -1054,7 +1054,10 @@ def _start_from_plan(
     queue (the order's keys do not change); the row is placed up to it (lazily, as any request
     would) and then holds exactly that prefix once the windows of jobs behind it are taken back
     (:func:`_cut_behind`: only with ``cut_ok``, else ``-inf`` tells that a cut is needed; ``nan``
-    when it cannot be done). ``o``'s start is its first fit there. (The driver
+    when it cannot be done). ``o``'s start is its first fit there. With ``reach`` < ``inf`` (the
+    copy counts only if its window ends before it), the row is not placed first: the fit is read
+    by :func:`_fit_within`, which places the jobs ahead only if the row as it is cannot tell, and
+    ``inf`` means that the window cannot end before ``reach``. (The driver
     refuses jobs that run longer than their estimates, so a running job never passes its expected
     end unseen; the check on expected ends only guards that argument.)"""
     then = pnow[r]
