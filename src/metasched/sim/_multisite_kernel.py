@@ -498,6 +498,17 @@ def _cut_row(
 
 
 @njit(cache=True, nogil=True)
+def _lowest_bound_ahead(r: int, pos: int, pints: np.ndarray, pdef: np.ndarray, pbound: np.ndarray) -> float:
+    """The lowest bound of plan row ``r``'s deferred jobs ahead of queue position ``pos``
+    (``inf``: none)."""
+    low = np.inf
+    for k in range(pints[r, 3], pints[r, 4]):
+        if pdef[r, k] < pos and pbound[r, k] < low:
+            low = pbound[r, k]
+    return low
+
+
+@njit(cache=True, nogil=True)
 def _early_stop_pass(
     r: int,
     s: int,
@@ -532,10 +543,7 @@ def _early_stop_pass(
     shortest = np.empty(m + 1, dtype=np.float64)
     longest = np.empty(m + 1, dtype=np.float64)
     shortest_behind(queue[c:m], procs, est[s], pints[r, 2], shortest[c:], longest[c:])
-    lowest = np.inf
-    for d in range(pints[r, 3], pints[r, 4]):
-        if pbound[r, d] < lowest:
-            lowest = pbound[r, d]
+    lowest = _lowest_bound_ahead(r, m, pints, pdef, pbound)  # (every deferred job is ahead of ``m``)
     if lowest < np.inf:
         for x in range(c, m + 1):
             if longest[x] > lowest - now:
@@ -929,17 +937,6 @@ def _prefix_to(
     if behind > 0 and not cut_ok:
         return -2
     return pos
-
-
-@njit(cache=True, nogil=True)
-def _lowest_bound_ahead(r: int, pos: int, pints: np.ndarray, pdef: np.ndarray, pbound: np.ndarray) -> float:
-    """The lowest bound of plan row ``r``'s deferred jobs ahead of queue position ``pos``
-    (``inf``: none)."""
-    low = np.inf
-    for k in range(pints[r, 3], pints[r, 4]):
-        if pdef[r, k] < pos and pbound[r, k] < low:
-            low = pbound[r, k]
-    return low
 
 
 @njit(cache=True, nogil=True)
@@ -2231,6 +2228,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "_swap_in",
             "_planned",
             "_cut_behind",
+            "_lowest_bound_ahead",
             "_early_stop_pass",
         ),
     ),
@@ -2238,7 +2236,6 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         (
             "_revise",
             "_prefix_to",
-            "_lowest_bound_ahead",
             "_fit_within",
             "_start_from_plan",
             "_insert_copy",
