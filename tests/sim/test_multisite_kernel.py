@@ -350,10 +350,12 @@ def test_the_parallel_compile_gives_each_kernel_the_signature_the_loop_calls_it_
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
-def test_compile_kernels_then_the_loop_runs_on_them() -> None:
+def test_compile_kernels_then_the_loop_runs_on_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """After the kernels are compiled (or loaded) on two processes, this process holds the loop and
     its own shares, one signature each (the helper's kernels reach it through the loop, or through
-    numba's cache when the loop is typed here), and the loop's results are the driver's."""
+    numba's cache when the loop is typed here), and the loop's results are the driver's. (The
+    cache is taken as cold, whatever it holds: see the next test for a warm one.)"""
+    monkeypatch.setattr(kernel_module, "in_cache", lambda name: False)
     compile_kernels()
     mine = [n for _, share in COMPILE_STAGES for n in share] + ["run_loop"]
     assert {n: list(getattr(kernel_module, n).signatures) for n in mine} == {
@@ -410,3 +412,39 @@ def test_a_copied_rows_shape_tables_keep_only_the_source_entries_under_a_newer_g
     current = [h for h in range(4 * table) if shape_p[1, h] >> 32 == gen]
     assert current == [3]
     assert (shape_p[1, : 2 * table] == -1).sum() == 2 * table - 1  # a's stale entry left empty too
+
+
+# which kernels this process holds after ``compile_kernels``, and whether the loop came from the cache
+_LOADED = """
+import json
+import metasched.sim._multisite_kernel as k
+
+names = [n for stage in k.COMPILE_STAGES for share in stage for n in share] + ["run_loop"]
+print(json.dumps({"cached": k.in_cache("run_loop")}))
+k.compile_kernels()
+held = [n for n in names if list(getattr(k, n).signatures)]
+print(json.dumps({"held": held, "misses": sum(k.run_loop.stats.cache_misses.values())}))
+"""
+
+
+def test_compile_kernels_loads_only_the_loop_from_a_warm_cache(tmp_path: Path) -> None:
+    """With the loop in numba's cache, ``compile_kernels`` loads the loop alone (its entry holds the
+    code of every kernel it calls), with no compile; a cache without it is seen as cold."""
+    compile_kernels()  # (the loop is in this session's cache now, compiled or loaded)
+    assert kernel_module.in_cache("run_loop")
+    root = Path(__file__).resolve().parents[2]
+
+    def probe(env: dict[str, str]) -> list[dict[str, object]]:
+        done = subprocess.run(
+            [sys.executable, "-c", _LOADED], env=env, capture_output=True, text=True, check=True, cwd=root
+        )
+        return [json.loads(line) for line in done.stdout.strip().splitlines()[-2:]]
+
+    cached, loaded = probe(dict(os.environ))
+    assert cached == {"cached": True} and loaded == {"held": ["run_loop"], "misses": 0}
+    # an empty cache: cold (only the index is read; nothing is compiled by ``in_cache``)
+    cold = subprocess.run(
+        [sys.executable, "-c", "import metasched.sim._multisite_kernel as k; print(k.in_cache('run_loop'))"],
+        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}, capture_output=True, text=True, check=True, cwd=root,
+    )  # fmt: skip
+    assert cold.stdout.strip().splitlines()[-1] == "False"
