@@ -18,8 +18,10 @@ from metasched.workload.swf import (
     iter_records,
     read_header,
     read_swf,
+    read_swf_head,
     write_swf,
 )
+from metasched.workload.transforms import first_n
 from tests.workload.conftest import job_lists
 
 
@@ -190,7 +192,14 @@ def _same(path: Path, **kw: object) -> None:
         with pytest.raises(SwfError) as ref:
             read_swf_python(path, **kw)  # type: ignore[arg-type]
         assert str(ref.value) == str(err)
+        with pytest.raises(SwfError) as head_err:
+            read_swf_head(path, 1, **kw)  # type: ignore[arg-type]
+        assert str(head_err.value) == str(err)
         return
+    # the first n jobs alone: those of the whole read, and its machine size (widest of all jobs)
+    for n in sorted({0, 1, 3, len(fast.jobs) // 2, len(fast.jobs) + 2}):
+        head, size = read_swf_head(path, n, **kw)  # type: ignore[arg-type]
+        assert head == first_n(fast.jobs, n) and size == fast.max_procs
     slow = read_swf_python(path, **kw)  # type: ignore[arg-type]
     assert fast.jobs == slow.jobs
     assert (fast.header, fast.dropped, fast.records, fast.notes, fast.max_procs) == (
@@ -276,3 +285,25 @@ def test_normalise_properties(rows: list[tuple[float, float, float, float, int]]
         expected_est = 1.0 if expected_est <= 0 else expected_est
         assert j.requested_time == expected_est > 0
         assert j.run_time == (run if overrun else min(run, expected_est))
+
+
+def test_read_swf_head_refuses_bad_arguments(data_dir: Path) -> None:
+    path = sorted(data_dir.glob("swf_*.swf"))[0]
+    with pytest.raises(ValueError, match="n must be"):
+        read_swf_head(path, -1)
+    with pytest.raises(ValueError, match="max_procs"):
+        read_swf_head(path, 2, max_procs=0)
+
+
+def test_read_swf_head_gives_the_machine_size_of_the_whole_file(tmp_path: Path) -> None:
+    """No MaxProcs in the header: the machine size is the widest job of the whole file, also when
+    only the first jobs are kept (well formed and sorted: the fast engine's path)."""
+    widths = [4, 2, 16, 8]
+    lines = [f"{i + 1} {10 * i} 0 100 {w} -1 -1 {w} 200 -1 1 1 1 -1 1 -1 -1 -1" for i, w in enumerate(widths)]
+    path = tmp_path / "head.swf"
+    path.write_text("; Version: 2.2\n" + "\n".join(lines) + "\n")
+    whole = read_swf(path)
+    assert whole.max_procs == 16 and len(whole.jobs) == 4
+    head, size = read_swf_head(path, 2)
+    assert [j.requested_procs for j in head] == [4, 2] and size == 16
+    assert read_swf_head(path, 0) == ([], 16)

@@ -18,8 +18,7 @@ from rich.table import Table
 
 from metasched.cli.experiment import app
 from metasched.sim.experiments import sabin2003 as exp
-from metasched.workload import transforms
-from metasched.workload.swf import read_swf
+from metasched.workload.swf import read_swf_head
 
 console = Console()
 
@@ -97,10 +96,9 @@ def sabin2003(
     data: dict[str, exp.TraceData] = {}
     for spec in trace or ["CTC", "SDSC"]:
         name, path = _resolve_trace(spec)
-        workload = read_swf(path)
-        base = transforms.first_n(workload.jobs, jobs)
-        data[name] = exp.TraceData(name=name, jobs=base, procs=workload.max_procs, table=t1)
-        console.print(f"{name}: {path.name}, first {len(base)} jobs, {workload.max_procs} processors per site")
+        base, procs = read_swf_head(path, jobs)
+        data[name] = exp.TraceData(name=name, jobs=base, procs=procs, table=t1)
+        console.print(f"{name}: {path.name}, first {len(base)} jobs, {procs} processors per site")
     schemes = exp.schemes_for(figures)
     out.mkdir(parents=True, exist_ok=True)
     n_tasks = len(data) * len(loads) * len(schemes)
@@ -130,7 +128,10 @@ def sabin2003(
             log.flush()
             progress.advance(bar)
 
-        rows = exp.run_sweep(data, schemes, loads, seed=seed, workers=workers, on_done=done, done_rows=earlier)
+        rows = exp.run_sweep(
+            data, schemes, loads, seed=seed, workers=workers, on_done=done, done_rows=earlier,
+            meanwhile=exp.load_plotting,
+        )  # fmt: skip
     elapsed = time.perf_counter() - started
     exp.write_csv(out / "runs.csv", rows)
     head = (

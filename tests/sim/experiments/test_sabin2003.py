@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from metasched.cli.main import app
@@ -105,6 +107,51 @@ def test_draw_workload_leaves_the_cached_copies_as_they_are() -> None:
     assert all("transfer_s" in j.attrs for j in w)
 
 
+@st.composite
+def trace_heads(draw: st.DrawFn) -> list[Job]:
+    """A trace's first jobs in any order: equal submit times, fractional ones, home sites set or
+    not, benchmarks and transfer times already there on some."""
+    jobs = []
+    for i in range(draw(st.integers(0, 12))):
+        submit = draw(st.sampled_from([0.0, 7.0, 7.0, 1e9 + 0.1, 86400.25])) + draw(st.integers(0, 3)) * 0.1
+        attrs = {"transfer_s": draw(st.sampled_from([0.0, 12.5]))} if draw(st.booleans()) else {}
+        jobs.append(
+            Job(
+                draw(st.integers(1, 10**6)) * 13 + i,
+                submit,
+                float(draw(st.integers(0, 500))),
+                float(draw(st.integers(1, 900))) / 3,
+                draw(st.integers(1, 64)),
+                home_site=draw(st.integers(-1, 5)),
+                app_class=draw(st.integers(-1, 3)),
+                attrs=attrs,
+            )
+        )
+    return jobs
+
+
+@given(trace_heads(), st.integers(1, 5), st.sampled_from([0.0, 10800.0, 0.3]), st.sets(st.integers(0, 4)))
+@settings(max_examples=200, deadline=None)
+def test_site_columns_are_the_columns_of_the_site_copies(
+    base: list[Job], n_sites: int, shift: float, shifted: set[int]
+) -> None:
+    """The sweep's columns, built without a Job per copy, equal the columns of the copies (the
+    rebased, shifted, merged, renumbered jobs) in their order, floats bit for bit."""
+    got = exp.site_columns(base, n_sites=n_sites, shift_s=shift, shifted=shifted)
+    want = JobColumns.from_jobs(exp.site_copies(base, n_sites=n_sites, shift_s=shift, shifted=shifted))
+    for name in ("job_id", "submit_time", "run_time", "requested_time", "requested_procs", "home_site"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert np.array_equal(got.app_class, want.app_class) and np.array_equal(got.transfer_s, want.transfer_s)
+    assert got.submit_time.dtype == np.float64 and got.job_id.dtype == np.int64
+
+
+def test_site_columns_refuse_a_shift_before_zero() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        exp.site_columns(base_jobs(), n_sites=3, shift_s=-1.0, shifted={1})
+    with pytest.raises(ValueError, match="negative"):
+        exp.site_copies(base_jobs(), n_sites=3, shift_s=-1.0, shifted={1})
+
+
 def four_machines(tmp_path: Path) -> exp.Table1:
     path = tmp_path / "t4.csv"
     path.write_text("".join(",".join(row) + "\n" for row in FOUR_MACHINES))
@@ -163,6 +210,13 @@ def test_run_task_and_summary(tmp_path: Path) -> None:
         (2.0, "single-easy"),
     ]
     assert rows == exp.run_sweep(data, ["greedy", "mr-easy", "single-easy"], [1.0, 2.0], seed=1, workers=1)
+    # two worker processes: the same rows; ``meanwhile`` runs once in this process, with the pool
+    calls: list[int] = []
+    pooled = exp.run_sweep(
+        data, ["greedy", "mr-easy", "single-easy"], [1.0, 2.0], seed=1, workers=2,
+        meanwhile=lambda: calls.append(os.getpid()),
+    )  # fmt: skip
+    assert pooled == rows and calls == [os.getpid()]
     md = exp.summary_markdown(rows, ["T"], "cmd", ["a note"])
     assert "Greedy-MR (K=4) lowers turnaround" in md and "a note" in md
     assert "Efficacy priority" not in md  # claims without runs are left out
