@@ -53,7 +53,6 @@ from metasched.policy.local._conservative_kernel import (
     i64,
     place,
     reserve,
-    reserve_at,
     retime,
     shortest_behind,
 )
@@ -1200,37 +1199,6 @@ def _queue_in(
 
 
 @njit(cache=True, nogil=True)
-def _put_back(
-    r: int,
-    s: int,
-    pos: int,
-    run: int,
-    procs: np.ndarray,
-    est: np.ndarray,
-    pqueue: np.ndarray,
-    pstate: np.ndarray,
-    pstart: np.ndarray,
-    times: np.ndarray,
-    frees: np.ndarray,
-    pints: np.ndarray,
-    ptz: np.ndarray,
-) -> int:
-    """Plan row ``r`` (site ``s``) holds no window of the ``run`` jobs at queue positions ``pos``
-    on (cut back from reservations they held, their starts still in ``pstart``): in queue order,
-    each takes its window again while it fits (:func:`~metasched.policy.local._conservative_kernel.reserve_at`),
-    reserved (state 0); how many did (the first that does not fit, and those behind it, are left
-    as they were). See :func:`_insert_copy` for why a window that still fits is the job's start."""
-    hint = -1
-    for x in range(pos, pos + run):
-        q = pqueue[r, x]
-        hint = reserve_at(times[r], frees[r], pints[r], ptz[r], pstart[r, q], procs[q], est[s, q], hint)
-        if hint < 0:
-            return x - pos
-        pstate[r, q] = 0
-    return run
-
-
-@njit(cache=True, nogil=True)
 def _insert_copy(
     r: int,
     s: int,
@@ -1279,32 +1247,10 @@ def _insert_copy(
     re-plan now makes (``SWAP``): the jobs behind ``o`` were deferred or behind the early stop,
     whose blocking windows all lie ahead of ``o``, so none of them can start now with ``o`` ahead
     either; ``o`` starts now (state 4, appended to the row's starts, still in queue order since
-    none is behind it) when the row is a pass at ``now`` and ``o`` fits now.
-
-    Kept reservations: the run of jobs the row reserved from ``o``'s position on (state 0, with
-    processors and a positive estimate: each was placed at its first fit) take their windows back
-    in queue order, while each still fits (:func:`_put_back`), and the cursor moves past them.
-    Exact, by induction over the run: with every job ahead of such a job in its window, the
-    profile a pass now gives it is the one it was placed in (retimed: the same from ``now`` on;
-    deferred jobs ahead resolved since start after its window ends, see
-    :func:`~metasched.policy.local._conservative_kernel.place`) plus ``o``'s window, so no step
-    has more processors free and its first fit is no earlier; its window still fits, so that is
-    its first fit. The first job whose window no longer fits stays cut, with the jobs behind it:
-    it moves later, which frees processors where it was, and a job behind it may then fit
-    earlier. (In seed 000's dearest completion-time run, 1.7 M of the 2.6 M reservations in such
-    runs kept their windows.)"""
+    none is behind it) when the row is a pass at ``now`` and ``o`` fits now."""
     made_now = pnow[r] == now
     if not _retime_row(r, s, now, si, pnow, times, pints, ff, pbound):
         return False
-    # the run of reservations the row holds from the copy's position on (kept below if they fit)
-    queue = pqueue[r]
-    at = _after_key(prim, s, queue, si[r, PLAN_N], prim[s, o]) if order == ORDER_EFFICACY else si[r, PLAN_N]
-    run = ZERO  # (not a literal, see i64)
-    while at + run < pints[r, 1]:
-        q = queue[at + run]
-        if pstate[r, q] != 0 or procs[q] == 0 or not est[s, q] > 0:
-            break
-        run += 1
     pos = _prefix_to(
         r, s, prim[s, o], order, CUT_OK, si, g, prim, procs, est, held, pqueue, pid, pstate, pstart, ppos, times,
         frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, PLACED,
@@ -1320,8 +1266,6 @@ def _insert_copy(
         if pdef[r, k] >= pos:
             pdef[r, k] += 1
     pints[r, 1] += 1
-    if run > 0:
-        pints[r, 1] += _put_back(r, s, pos + 1, run, procs, est, pqueue, pstate, pstart, times, frees, pints, ptz)
     pints[r, STOP] = STOP_UNKNOWN
     pstart[r, o] = start
     if start <= now:
@@ -2294,7 +2238,6 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "_prefix_to",
             "_fit_within",
             "_start_from_plan",
-            "_put_back",
             "_insert_copy",
             "_take_out_copy",
         ),

@@ -24,7 +24,6 @@ from metasched.policy.local._conservative_kernel import (
     cut,
     first_fit,
     place,
-    reserve_at,
     shortest_behind,
 )
 from metasched.policy.priority.efficacy import EFFICACY_ATTR, Efficacy
@@ -593,27 +592,3 @@ def test_a_pass_cut_back_goes_on_with_its_early_stop_as_a_fresh_pass(case: tuple
     _run(R, procs, dur, len(R["queue"]), False)
     for x in R["queue"]:
         assert P["starts"][x] == R["starts"][x], (x, P["starts"][x], R["starts"][x], at)
-
-
-def test_reserve_at_takes_a_window_only_where_every_step_has_room() -> None:
-    """Hand-worked: 4 processors; 3 free from 0, 1 from 10, 4 from 20 (first instant with none
-    free: none). 2 processors over [0, 10) fit (steps 0 only): taken, with a breakpoint at 10
-    already there; over [5, 15) they do not (1 free from 10): -1, nothing changed; 1 processor
-    over [12, 25) fits across two steps, adding breakpoints at 12 and 25, and the first instant
-    with none free becomes 12."""
-    times = np.zeros(8)
-    free = np.zeros(8, dtype=np.int64)
-    times[:3] = [0.0, 10.0, 20.0]
-    free[:3] = [3, 1, 4]
-    ints = np.array([3])
-    t_zero = np.array([np.inf])
-    assert reserve_at(times, free, ints, t_zero, 0.0, 2, 10.0, -1) == 0
-    assert (ints[0], times[:3].tolist(), free[:3].tolist(), t_zero[0]) == (3, [0.0, 10.0, 20.0], [1, 1, 4], np.inf)
-    before = (times.copy(), free.copy())
-    assert reserve_at(times, free, ints, t_zero, 5.0, 2, 10.0, 0) == -1
-    assert ints[0] == 3 and np.array_equal(times, before[0]) and np.array_equal(free, before[1])
-    assert reserve_at(times, free, ints, t_zero, 12.0, 1, 13.0, 0) == 1
-    assert ints[0] == 5
-    assert times[:5].tolist() == [0.0, 10.0, 12.0, 20.0, 25.0]
-    assert free[:5].tolist() == [1, 1, 0, 3, 4]
-    assert t_zero[0] == 12.0

@@ -516,35 +516,6 @@ def reserve(
 
 
 @njit(cache=True, nogil=True)
-def reserve_at(
-    times: np.ndarray,
-    free: np.ndarray,
-    ints: np.ndarray,
-    t_zero: np.ndarray,
-    start: float,
-    p: int,
-    duration: float,
-    hint: int,
-) -> int:
-    """Take ``p`` processors over ``[start, start + duration)`` (``duration`` > 0, ``start`` not
-    before the profile's first instant) in the profile ``times[:ints[0]]``/``free[:ints[0]]`` if
-    every step there has ``p`` free, updating ``ints[0]`` and ``t_zero[0]`` as :func:`reserve`
-    does; the step that held ``start``, a search hint for the next call (see :func:`_seek`), or
-    -1 when the window does not fit (nothing changed)."""
-    n = ints[0]
-    i = _seek(times, n, start, hint)
-    end = start + duration
-    j = i
-    while j < n and times[j] < end:
-        if free[j] < p:
-            return -1
-        j += 1
-    if p != 0:
-        ints[0], t_zero[0] = _put(times, free, n, i, j, start, end, p, t_zero[0])
-    return i
-
-
-@njit(cache=True, nogil=True)
 def retime(times: np.ndarray, ints: np.ndarray, first_free: np.ndarray, bound: np.ndarray, now: float) -> bool:
     """Make a pass made at ``times[0]`` (see :func:`place`, on demand: no early stop) a pass made
     at the later instant ``now``: its profile starts at ``now`` and every search bound below
