@@ -340,13 +340,8 @@ def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_p
     submit time, and the streaming pure-Python :func:`iter_records` + :func:`normalise`, used
     otherwise, which finds the first bad line and names it (or notes and sorts an unsorted trace).
     """
-    if max_procs is not None and max_procs <= 0:
-        raise ValueError(f"max_procs must be positive, got {max_procs}")
     source = str(path)
-    header = read_header(path)
-    declared = max_procs if max_procs is not None else header_max_procs(header)
-    jobs, dropped, n, notes, widest = _read_jobs(path, declared, allow_overrun, None)
-    size = declared if declared is not None else widest
+    header, jobs, dropped, n, notes, size = _read(path, allow_overrun, max_procs, None)
     return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
 
 
@@ -359,26 +354,27 @@ def read_swf_head(
     reads it (an experiment on a trace's first 5,000 jobs: ~0.2 s less per trace of ~75,000)."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
+    _, jobs, _, _, _, size = _read(path, allow_overrun, max_procs, n)
+    return jobs, size
+
+
+def _read(
+    path: str | os.PathLike[str], allow_overrun: bool, max_procs: int | None, first: int | None
+) -> tuple[dict[str, str], list[Job], dict[str, int], int, list[str], int]:
+    """``(header, jobs, dropped, records, notes, machine size)`` of the file by either engine (see
+    :func:`read_swf`); ``jobs`` cut to their ``first`` (all: ``None``), the rest of the whole file."""
     if max_procs is not None and max_procs <= 0:
         raise ValueError(f"max_procs must be positive, got {max_procs}")
-    declared = max_procs if max_procs is not None else header_max_procs(read_header(path))
-    jobs, _, _, _, widest = _read_jobs(path, declared, allow_overrun, n)
-    return jobs, declared if declared is not None else widest
-
-
-def _read_jobs(
-    path: str | os.PathLike[str], declared: int | None, allow_overrun: bool, keep: int | None
-) -> tuple[list[Job], dict[str, int], int, list[str], int]:
-    """``(jobs, dropped, records, notes, widest)`` of the file by either engine (see
-    :func:`read_swf`); ``jobs`` cut to its first ``keep`` (all: ``None``); ``widest`` is the
-    widest job of them all (0: none)."""
-    result = _normalise_fast(path, declared, allow_overrun, keep)
-    if result is not None:
-        return result
-    records = iter_records(path)
-    jobs, dropped, n, notes = normalise(records, allow_overrun=allow_overrun, max_procs=declared, source=str(path))
-    widest = max((j.requested_procs for j in jobs), default=0)
-    return (jobs if keep is None else jobs[:keep]), dropped, n, notes, widest
+    header = read_header(path)
+    declared = max_procs if max_procs is not None else header_max_procs(header)
+    result = _normalise_fast(path, declared, allow_overrun, first)
+    if result is None:
+        records = iter_records(path)
+        jobs, dropped, n, notes = normalise(records, allow_overrun=allow_overrun, max_procs=declared, source=str(path))
+        widest = max((j.requested_procs for j in jobs), default=0)
+        result = (jobs if first is None else jobs[:first]), dropped, n, notes, widest
+    jobs, dropped, n, notes, widest = result
+    return header, jobs, dropped, n, notes, declared if declared is not None else widest
 
 
 def read_swf_python(
@@ -412,9 +408,10 @@ _CHUNK = 1 << 15
 def _normalise_fast(
     path: str | os.PathLike[str], max_procs: int | None, allow_overrun: bool, first: int | None = None
 ) -> tuple[list[Job], dict[str, int], int, list[str], int] | None:
-    """The rules of :func:`normalise` on a NumPy array, as :func:`_read_jobs` returns them (only the
-    ``first`` jobs made, all with ``None``); None when the input needs the Python engine (any
-    malformed line, or submit times going backwards), which then reports it by line."""
+    """The rules of :func:`normalise` on a NumPy array: ``(jobs, dropped, records, notes, widest)``,
+    ``widest`` the widest job of them all (0: none), only the ``first`` jobs made (all with
+    ``None``); None when the input needs the Python engine (any malformed line, or submit times
+    going backwards), which then reports it by line."""
     try:
         with _open_text(path) as fh, warnings.catch_warnings():
             warnings.simplefilter("error")  # "input contained no data" must not pass silently
