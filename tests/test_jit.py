@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,3 +77,34 @@ def test_move_refuses_an_array_that_is_not_contiguous() -> None:
 
     with pytest.raises(TypingError):
         strided(np.zeros(8))
+
+
+_CALLEE = "from metasched._jit import njit\n\n\n@njit(cache=True)\ndef f():\n    return {value}\n"
+_CALLER = (
+    "import callee\nfrom callee import f\nfrom metasched._jit import drop_stale_cache, njit\n\n\n"
+    "@njit(cache=True)\ndef g():\n    return f()\n\n\n"
+    "DROPPED = drop_stale_cache(globals(), [callee.__file__])\n"
+)
+
+
+def _call(where: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(where), "NUMBA_CACHE_DIR": f"{where}/cache"}
+    probe = "import caller; print(caller.g(), caller.DROPPED)"
+    return subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_a_kernel_built_on_another_module_is_compiled_again_when_it_changes(tmp_path: Path) -> None:
+    """numba keys a cached kernel by its own module's file only: a kernel that calls one from
+    another module was loaded from the cache with the callee's old code after the callee alone
+    changed (numba 0.6x; this test without the guard gets the old answer, 1, at the third call).
+    ``drop_stale_cache`` forgets the module's index files when such a file changed, so the new
+    code runs; with nothing changed it forgets nothing (the cache is used)."""
+    (tmp_path / "callee.py").write_text(_CALLEE.format(value=1))
+    (tmp_path / "caller.py").write_text(_CALLER)
+    assert _call(tmp_path).split() == ["1", "False"]  # (nothing cached yet: the digest is kept)
+    assert _call(tmp_path).split() == ["1", "False"]  # unchanged: the cache is used
+    (tmp_path / "callee.py").write_text(_CALLEE.format(value=22))  # (another size: numba sees it)
+    assert _call(tmp_path).split() == ["22", "True"]
+    assert _call(tmp_path).split() == ["22", "False"]

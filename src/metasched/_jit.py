@@ -20,8 +20,10 @@ at another level is used as it is (until a kernel's source changes).
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -32,7 +34,7 @@ from numba import njit, types  # (after the default above: numba reads it when i
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["move", "njit", "types"]
+__all__ = ["drop_stale_cache", "move", "njit", "types"]
 
 
 @intrinsic
@@ -64,3 +66,47 @@ def _move(typingctx: Any, arr: Any, dst: Any, src: Any, count: Any) -> Any:
 
 #: :func:`_move` as the kernels call it (numba passes the typing context itself).
 move = cast(Callable[[np.ndarray, int, int, int], None], _move)
+
+
+def drop_stale_cache(module_globals: dict[str, Any], depends_on: Iterable[str]) -> bool:
+    """Forget numba's on-disk cache entries of a module's kernels when a source file they are built
+    from other than their own module changed; ``True`` when any was forgotten. Called by such a
+    module after defining its kernels, with its ``globals()`` and the paths of those files.
+
+    Why: numba keys a cached kernel by its own module's file only (modification time and size), yet
+    a kernel's code holds the compiled code of the kernels it calls from other modules, and the
+    constants it reads from them. After an edit of :mod:`metasched.policy.local._conservative_kernel`
+    alone, :func:`metasched.sim._multisite_kernel.run_loop` was loaded from the cache with the old
+    code (seen in the eighteenth session). So a digest of those files is kept beside the module's
+    cache index files (``<module>.deps``); when it differs, the index files (``<module>.*.nbi``) are
+    deleted, numba compiles the kernels again, and the new digest is written. Where the cache
+    cannot be read or written, nothing is done (numba then behaves as without this guard)."""
+    digest = hashlib.sha256()
+    for source in sorted(depends_on):
+        digest.update(Path(source).read_bytes())
+    stamp_text = digest.hexdigest()
+    stem = Path(str(module_globals["__file__"])).stem
+    dropped = False
+    dirs: set[str] = set()
+    for value in list(module_globals.values()):
+        cache = getattr(value, "_cache", None)
+        where = getattr(cache, "_cache_path", None)
+        func = getattr(value, "py_func", None)
+        if isinstance(where, str) and getattr(func, "__module__", None) == module_globals["__name__"]:
+            dirs.add(where)
+    for cache_dir in dirs:
+        stamp = Path(cache_dir) / f"{stem}.deps"
+        try:
+            if stamp.read_text() == stamp_text:
+                continue
+        except OSError:
+            pass
+        try:
+            for index in Path(cache_dir).glob(f"{stem}.*.nbi"):
+                index.unlink(missing_ok=True)
+                dropped = True
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(stamp_text)
+        except OSError:
+            continue
+    return dropped

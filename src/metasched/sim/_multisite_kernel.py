@@ -40,7 +40,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from metasched._jit import move, njit, types
+import metasched._jit as _jit
+import metasched.policy.local._conservative_kernel as _conservative_kernel
+import metasched.sim._multisite_codes as _codes
+from metasched._jit import drop_stale_cache, move, njit, types
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.local._conservative_kernel import (
@@ -2421,3 +2424,8 @@ def run_compiled(
         plans=int(g[G_PLANS]),
         log=events,
     )
+
+
+# (its kernels hold the conservative kernels' code, ``move`` and the scheme codes: see
+# :func:`~metasched._jit.drop_stale_cache`)
+drop_stale_cache(globals(), (_conservative_kernel.__file__, _codes.__file__, _jit.__file__))

@@ -34,7 +34,8 @@ from typing import cast
 
 import numpy as np
 
-from metasched._jit import move, njit
+import metasched._jit as _jit
+from metasched._jit import drop_stale_cache, move, njit
 
 
 def i64(value: int) -> int:
@@ -924,3 +925,7 @@ def place(
     ints[2] = really_free
     t_zero[0] = zero
     return 0
+
+
+# (its kernels hold ``move``'s code: see :func:`~metasched._jit.drop_stale_cache`)
+drop_stale_cache(globals(), (_jit.__file__,))
