@@ -516,6 +516,38 @@ def test_seek_from_any_hint_is_bisect(case: tuple[np.ndarray, int, float, int]) 
     assert _seek(times, n, t, hint) == expected
 
 
+@st.composite
+def _queues(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Jobs (widths 0..12, estimates with repeats, zero, inf and NaN), a queue of some of them in any
+    order, and the processors free (negative included)."""
+    n = draw(st.integers(1, 30))
+    procs = np.array(draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)), dtype=np.int64)
+    est = st.one_of(st.integers(0, 50).map(float), st.sampled_from([0.5, np.inf, np.nan]))
+    durations = np.array(draw(st.lists(est, min_size=n, max_size=n)), dtype=np.float64)
+    queue = np.array(draw(st.permutations(range(n)))[: draw(st.integers(0, n))], dtype=np.int64)
+    return queue, procs, durations, draw(st.integers(-2, 14))
+
+
+@given(_queues())
+@settings(max_examples=500, deadline=None)
+def test_shortest_behind_is_its_definition(case: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+    """``shortest_behind`` (written without branches on the jobs' widths) against its definition,
+    position by position: the shortest estimate among the jobs from there on no wider than the
+    processors free (``-inf`` once a zero-width job is among them, ``inf``: none), the longest
+    among those that need processors (``-inf``: none); NaN estimates count for neither."""
+    queue, procs, durations, free_now = case
+    m = len(queue)
+    out = np.full(m + 1, 7.0)
+    longest = np.full(m + 1, 7.0)
+    shortest_behind(queue, procs, durations, free_now, out, longest)
+    for x in range(m + 1):
+        behind = [int(q) for q in queue[x:]]
+        fit = [durations[q] for q in behind if 0 < procs[q] <= free_now and not np.isnan(durations[q])]
+        want_short = -np.inf if any(procs[q] == 0 for q in behind) else min(fit, default=np.inf)
+        assert out[x] == want_short, x
+        assert longest[x] == max(fit, default=-np.inf), x
+
+
 def test_a_hint_kept_as_a_float_is_an_index_only_in_range() -> None:
     kept = [_hint(np.array([9.0, v]), 1, 0, 5, -7) for v in (0.0, 4.0, 5.0, -1.0, -np.inf, np.inf, np.nan, 2.0)]
     assert kept == [0, 4, -1, -1, -1, -1, -1, 2]

@@ -158,17 +158,27 @@ def shortest_behind(
     longest estimate among those of them that need processors (``-inf``: none)."""
     best = np.inf
     most = -np.inf
-    for x in range(queue.shape[0] - 1, -1, -1):
+    # (branch-free: whether a job counts varies at random along a queue, and LLVM turns a select
+    # into a branch; a load from a table it cannot see into stays a load)
+    pen = np.empty(4, dtype=np.float64)
+    pen[0] = np.inf  # too wide: no shortest
+    pen[1] = 0.0  # counts
+    pen[2] = np.inf  # too wide: no longest
+    pen[3] = 0.0
+    one = np.uint64(1)
+    x = np.uint64(queue.shape[0])
+    while x > 0:
+        x -= one
         q = queue[x]
         p = procs[q]
+        d = durations[q]
         if p == 0:
             best = -np.inf
-        elif p <= free_now:
-            d = durations[q]
-            if d < best:
-                best = d
-            if d > most:
-                most = d
+        k = np.uint64(p <= free_now)
+        short = d + pen[k]
+        best = short if short < best else best
+        long = d - pen[np.uint64(2) + (k & np.uint64(p > 0))]
+        most = long if long > most else most
         out[x] = best
         longest[x] = most
     out[queue.shape[0]] = np.inf
