@@ -18,7 +18,9 @@ from metasched.policy.local._conservative_kernel import (
     MEMO,
     MEMO_SIZE,
     _bisect,
+    _dominated,
     _hint,
+    _note,
     _seek,
     base_profile,
     cut,
@@ -546,6 +548,25 @@ def test_shortest_behind_is_its_definition(case: tuple[np.ndarray, np.ndarray, n
         want_short = -np.inf if any(procs[q] == 0 for q in behind) else min(fit, default=np.inf)
         assert out[x] == want_short, x
         assert longest[x] == max(fit, default=-np.inf), x
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 9), st.integers(0, 9)), max_size=2 * MEMO),
+    st.integers(0, 6),
+    st.integers(0, 9),
+    st.integers(0, 9),
+)
+@settings(max_examples=300, deadline=None)
+def test_dominated_is_its_definition(noted: list[tuple[int, int, int]], p: int, duration: int, limit: int) -> None:
+    """``_dominated`` (every entry read, no early return) against its definition: among the last
+    ``MEMO`` shapes noted, one no wider, no longer, with no fit before an instant at or after
+    ``limit``."""
+    memo = np.zeros(MEMO_SIZE)
+    for width, est, at in noted:
+        _note(memo, width, float(est), float(at))
+    kept = noted[-MEMO:]
+    want = any(w <= p and e <= duration and a >= limit for w, e, a in kept)
+    assert _dominated(memo, p, float(duration), float(limit)) == want
 
 
 def test_a_hint_kept_as_a_float_is_an_index_only_in_range() -> None:

@@ -115,11 +115,13 @@ def _dominated(memo: np.ndarray, p: int, duration: float, limit: float) -> bool:
     m = int(memo[0])
     if m > MEMO:
         m = MEMO
+    # (every entry read, no early return: whether an entry holds varies at random from call to
+    # call, and its mispredicted branches cost more than reading all of them)
+    hit = False
     for e in range(m):
         k = 1 + 3 * e
-        if memo[k + 2] >= limit and memo[k] <= p and memo[k + 1] <= duration:
-            return True
-    return False
+        hit |= (memo[k + 2] >= limit) & (memo[k] <= p) & (memo[k + 1] <= duration)
+    return hit
 
 
 @njit(cache=True, nogil=True)
