@@ -1305,15 +1305,25 @@ def _drop_gone(
     cursor = pints[r, 1]
     new_cursor = cursor if cursor <= first else first
     w = first
-    for x in range(first, n):
+    pid_r = pid[r]
+    ppos_r = ppos[r]
+    # (ahead of the cursor, the cursor follows the jobs kept; behind it, nothing to follow)
+    mid = cursor if cursor > first else first
+    if mid > n:
+        mid = n
+    for x in range(first, mid):
         q = queue[x]
-        if pid[r, q] != plan_id:
-            continue
-        queue[w] = q
-        ppos[r, q] = w
-        w += 1
-        if x < cursor:
+        if pid_r[q] == plan_id:
+            queue[w] = q
+            ppos_r[q] = w
+            w += 1
             new_cursor = w
+    for x in range(mid, n):
+        q = queue[x]
+        if pid_r[q] == plan_id:
+            queue[w] = q
+            ppos_r[q] = w
+            w += 1
     si[r, PLAN_N] = w
     pints[r, 1] = new_cursor
     w = pints[r, 3]
