@@ -1282,6 +1282,20 @@ def _insert_copy(
 
 
 @njit(cache=True, nogil=True)
+def _compact(queue: np.ndarray, pid_r: np.ndarray, ppos_r: np.ndarray, plan_id: int, lo: int, hi: int, w: int) -> int:
+    """Move the jobs at ``queue[lo:hi]`` still in plan ``plan_id`` (``pid_r``: a plan row's ``pid``)
+    to ``queue[w:]``, in order (``w <= lo``), their positions in ``ppos_r``; returns the position
+    after the last one moved."""
+    for x in range(lo, hi):
+        q = queue[x]
+        if pid_r[q] == plan_id:
+            queue[w] = q
+            ppos_r[q] = w
+            w += 1
+    return w
+
+
+@njit(cache=True, nogil=True)
 def _drop_gone(
     r: int,
     first: int,
@@ -1303,27 +1317,14 @@ def _drop_gone(
     for d in range(pints[r, 3], pints[r, 4]):
         pdef[r, d] = queue[pdef[r, d]]
     cursor = pints[r, 1]
-    new_cursor = cursor if cursor <= first else first
-    w = first
-    pid_r = pid[r]
-    ppos_r = ppos[r]
-    # (ahead of the cursor, the cursor follows the jobs kept; behind it, nothing to follow)
+    # ahead of the cursor, then behind it: the cursor follows the jobs kept ahead of it (one loop
+    # testing each position against the cursor was dearer)
     mid = cursor if cursor > first else first
     if mid > n:
         mid = n
-    for x in range(first, mid):
-        q = queue[x]
-        if pid_r[q] == plan_id:
-            queue[w] = q
-            ppos_r[q] = w
-            w += 1
-            new_cursor = w
-    for x in range(mid, n):
-        q = queue[x]
-        if pid_r[q] == plan_id:
-            queue[w] = q
-            ppos_r[q] = w
-            w += 1
+    w = _compact(queue, pid[r], ppos[r], plan_id, first, mid, first)
+    new_cursor = w if cursor > first else cursor
+    w = _compact(queue, pid[r], ppos[r], plan_id, mid, n, w)
     si[r, PLAN_N] = w
     pints[r, 1] = new_cursor
     w = pints[r, 3]
