@@ -6,6 +6,7 @@ time from this process's start to the first simulation (the serial start: import
 kernels loaded), each worker's busy time and last simulation, the time from the last simulation
 to the end (the tail: figures, summary), the CPU seconds by scheme, and this process's own CPU
 seconds besides its workers'. The sweep's outputs are the command's own (same files, same bytes).
+The workers must be forked (Linux, as the sweep's pool is there): they inherit the timed ``_work``.
 
     METASCHED_SHARED=../shared python bench/sweep_timeline.py --log tl.jsonl -- --jobs 5000 --out DIR
 """
