@@ -2047,18 +2047,22 @@ def run_loop(
                     continue
                 p = procs[o]
                 m = 0
+                # a copy at a site looked at already completes before this one would: this one
+                # does not start, whatever the sites after it answer (both completion rules)
+                settled = False
                 for t in range(S):
                     if t == s or not held[t, o]:
                         continue
                     # _expected_start(t, o). Placing a plan further is lazy work with no other
                     # effect, so it is skipped where the answer cannot change the decision: a
                     # start-based meta-scheduler never reads it, a copy no faster than this one
-                    # cannot complete before it (its start is not before now), and a copy whose
-                    # window cannot end before this one's completion is left unplaced (reach;
-                    # its answer inf then changes nothing). Placed, it would be reserved (state
-                    # 0): a job behind the early stop cannot start at the plan's instant; the
-                    # re-plan below is decided as if it had been.
-                    wanted = decide != DECIDE_START and est[t, o] < est[s, o]
+                    # cannot complete before it (its start is not before now), nothing changes a
+                    # decision already settled, and a copy whose window cannot end before this
+                    # one's completion is left unplaced (reach; its answer inf then changes
+                    # nothing). Placed, it would be reserved (state 0): a job behind the early
+                    # stop cannot start at the plan's instant; the re-plan below is decided as if
+                    # it had been.
+                    wanted = decide != DECIDE_START and est[t, o] < est[s, o] and not settled
                     rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
                     if in_plan and pstate[rt, o] == 3 and wanted:
@@ -2088,6 +2092,8 @@ def run_loop(
                             at = now
                     else:
                         at = np.inf
+                    if at + est[t, o] < now + est[s, o]:
+                        settled = True  # (the comparisons below make it ``start_it = False``)
                     off_site[m] = t
                     off_est[m] = est[t, o]
                     off_start[m] = at
