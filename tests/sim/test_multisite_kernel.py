@@ -251,6 +251,24 @@ def test_compiled_loop_goes_on_from_a_plan_cut_back_to_copies_queued(meta: MetaS
     assert_same(*both(jobs, sites, meta, ConservativeBackfill(order=Efficacy())))
 
 
+def test_a_comparison_tied_at_one_site_still_asks_the_sites_after_it() -> None:
+    """The compiled loop stops placing other sites' plans for a start decision once a copy elsewhere
+    completes strictly before the one that could start (the decision is settled: no start). A copy
+    completing exactly then settles nothing (the completion rules refuse only a strictly earlier
+    one), so the sites after it must still be asked. In this case (found by hypothesis against a
+    loop that settled on ties) a tie at one site is followed by a strictly earlier completion at a
+    later one: settling on the tie starts a copy the driver refuses."""
+    slow = {0: 0.5, 1: 0.5, 2: 0.5}
+    sites = [Site("s0", 1, speed={0: 0.5, 1: 0.5, 2: 3.0})] + [Site(f"s{i}", 1, speed=slow) for i in (1, 2, 3)]
+    jobs = [
+        Job(1, 42.0, 0.0, 2.0, 1, home_site=0, app_class=2, attrs={"transfer_s": 0.0}),
+        Job(2, 42.0, 0.0, 1.0, 1, home_site=0, app_class=2, attrs={"transfer_s": 0.0}),
+        Job(3, 19.0, 7.0, 9.0, 1, home_site=0, app_class=2, attrs={"transfer_s": 20.0}),
+    ]
+    for meta in (CompletionTime(k=4), CancelSlowerOnly(k=4)):
+        assert_same(*both(jobs, sites, meta, ConservativeBackfill()))
+
+
 # The hand-worked cases run on both paths in tests/sim/test_multisite.py (``PATHS``).
 
 
