@@ -326,12 +326,21 @@ def _new_pass(
     return P
 
 
-def _run(P: dict[str, Any], procs: np.ndarray, dur: np.ndarray, until: int, early: bool, reach: float = np.inf) -> None:
-    """:func:`place` up to ``until`` (with the early stop when ``early``)."""
+def _run(
+    P: dict[str, Any],
+    procs: np.ndarray,
+    dur: np.ndarray,
+    until: int,
+    early: bool,
+    reach: float = np.inf,
+    strong: bool = False,
+) -> None:
+    """:func:`place` up to ``until`` (with the early stop when ``early``; its stronger rule, the
+    one-processor minima given too, when ``strong``)."""
     q = P["queue"]
     n = len(q)
     if early:
-        sh = np.empty(n + 1)
+        sh = np.empty(2 * (n + 1) if strong else n + 1)
         lo = np.empty(n + 1)
         shortest_behind(q, procs, dur, P["ints"][2], sh, lo)
     else:
@@ -548,6 +557,57 @@ def test_shortest_behind_is_its_definition(case: tuple[np.ndarray, np.ndarray, n
         want_short = -np.inf if any(procs[q] == 0 for q in behind) else min(fit, default=np.inf)
         assert out[x] == want_short, x
         assert longest[x] == max(fit, default=-np.inf), x
+    # with room for them, the one-processor minima too (the same first half)
+    both = np.full(2 * (m + 1), 7.0)
+    longest_b = np.full(m + 1, 7.0)
+    shortest_behind(queue, procs, durations, free_now, both, longest_b)
+    assert np.array_equal(both[: m + 1], out) and np.array_equal(longest_b, longest)
+    for x in range(m + 1):
+        ones = [durations[q] for q in queue[x:] if procs[q] == 1 and not np.isnan(durations[q])]
+        assert both[m + 1 + x] == min(ones, default=np.inf), x
+
+
+@given(cut_cases())
+@settings(max_examples=400, deadline=None)
+def test_the_stronger_early_stop_starts_the_same_jobs_and_stops_no_later(case: tuple) -> None:
+    """A pass with the one-processor minima (the module's stronger stop) finds the same jobs to
+    start now as one without, stops at or before it, and once everything is placed every start
+    is the same."""
+    cap, now, used, rel_end, rel_procs, jobs, _ = case
+    n = len(jobs)
+    procs = np.array([p for p, d in jobs], dtype=np.int64)
+    dur = np.array([d for p, d in jobs])
+    plain = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
+    strong = _new_pass(cap, now, cap - used, rel_end, rel_procs, list(range(n)), procs, dur)
+    _run(plain, procs, dur, n, True)
+    _run(strong, procs, dur, n, True, strong=True)
+    assert [x for x in range(n) if strong["state"][x] == 1] == [x for x in range(n) if plain["state"][x] == 1]
+    assert strong["ints"][1] <= plain["ints"][1]
+    _run(plain, procs, dur, n, False)
+    _run(strong, procs, dur, n, False)
+    assert np.array_equal(strong["starts"], plain["starts"])
+
+
+def test_the_stronger_early_stop_hand_worked() -> None:
+    """4 processors, 2 of them busy until 150. Job 0 (1 wide, 30 s) starts now, leaving 1 free;
+    job 1 (2 wide, 5 s) is reserved at 130 (none free over [130, 135)); then 1-wide 50 s jobs (each
+    window from now meets that step) and 2-wide 5 s jobs (1 free now) alternate: nothing more can
+    start. The usual rule cannot tell (the shortest job no wider than the 2 free at the start,
+    5 s, ends before the first step with none free) and looks at the whole queue; the stronger one
+    stops at its first test past job 0 (position 8)."""
+    shapes = [(1, 30.0), (2, 5.0)] + [(1, 50.0), (2, 5.0)] * 10
+    procs = np.array([p for p, d in shapes], dtype=np.int64)
+    dur = np.array([d for p, d in shapes])
+    n = len(shapes)
+    plain = _new_pass(4, 100.0, 2, [150.0], [2], list(range(n)), procs, dur)
+    strong = _new_pass(4, 100.0, 2, [150.0], [2], list(range(n)), procs, dur)
+    _run(plain, procs, dur, n, True)
+    _run(strong, procs, dur, n, True, strong=True)
+    assert [x for x in range(n) if plain["state"][x] == 1] == [0]
+    assert [x for x in range(n) if strong["state"][x] == 1] == [0]
+    assert plain["starts"][1] == 130.0
+    assert plain["ints"][1] == n
+    assert strong["ints"][1] == 8
 
 
 @given(
