@@ -610,6 +610,22 @@ def test_the_stronger_early_stop_hand_worked() -> None:
     assert strong["ints"][1] == 8
 
 
+def test_the_stronger_early_stop_keeps_looking_while_a_one_processor_job_of_any_length_fits() -> None:
+    """3 processors free. Job 0 (2 wide) starts, leaving 1 free; the 2-wide jobs behind are
+    reserved one after another, each leaving 1 free: no step ever has none free. Job 9 is one
+    processor wide with no limit to its estimate (``inf``): its window from now fits, so it starts
+    now, and a pass must not stop before it although no wider job can start and the one-processor
+    minimum is ``inf`` (a rule reading that as "none of width 1 can start" would stop at 8)."""
+    shapes = [(2, 10.0)] + [(2, 5.0)] * 8 + [(1, np.inf), (2, 5.0)]
+    procs = np.array([p for p, d in shapes], dtype=np.int64)
+    dur = np.array([d for p, d in shapes])
+    n = len(shapes)
+    for strong in (False, True):
+        P = _new_pass(3, 100.0, 3, [], [], list(range(n)), procs, dur)
+        _run(P, procs, dur, n, True, strong=strong)
+        assert [x for x in range(n) if P["state"][x] == 1] == [0, 9], strong
+
+
 @given(
     st.lists(st.tuples(st.integers(0, 6), st.integers(0, 9), st.integers(0, 9)), max_size=2 * MEMO),
     st.integers(0, 6),

@@ -20,13 +20,14 @@ before ``now + md`` has no processor free, or no processor is really free any mo
 now only if it is that narrow and its whole window ``[now, now + estimate)`` has processors free.
 (A zero-width job, which fits anywhere, disables the rule.) Stronger, when the caller also gives
 ``md1``, the shortest estimate among the jobs from ``x`` on one processor wide: no job from ``x`` on
-can start now if none of width 1 can (``md1`` is ``inf``, or a step before ``now + md1`` has no
-processor free) and none wider can (fewer than 2 processors really free, or a step before
-``now + md`` has fewer than 2 free: a wider job's estimate is at least ``md``, so its window would
-hold that step). Both tests only become true as ``x`` grows (the minima only grow, steps only lose
-processors), so testing them every few positions stops at most that much later. (In seed 000's
-sweep it spares 8% of the positions the passes look at in cons-slower CTC 2.0, 22% in xfer-k4:
-BENCHMARKS.md, "Where a simulation's cycles go, by decision".)
+can start now if none of width 1 can (a step before ``now + md1`` has no processor free; with none
+of width 1 behind, ``md1`` is ``inf`` and this asks for any such step) and none wider can (fewer
+than 2 processors really free, or a step before ``now + md`` has fewer than 2 free: a wider job's
+estimate is at least ``md``, so its window would hold that step). Both tests only become true as
+``x`` grows (the minima only grow, steps only lose processors), so testing them every few
+positions stops at most that much later. (In seed 000's sweep it spares 8% of the positions the
+passes look at in cons-slower CTC 2.0, 22% in xfer-k4: BENCHMARKS.md, "Where a simulation's cycles
+go, by decision".)
 
 Why deferred (see :func:`place`): at heavy load most of a pass's jobs land far beyond the
 instants where anything could still start now; their placement is put off until a job whose
@@ -838,9 +839,7 @@ def place(
             if ones_at > 0 and md != -np.inf and x >= next_check:
                 next_check = x + STOP_EVERY
                 md1 = shortest[ones_at + x]
-                if (md1 == np.inf or zero < now + md1) and (
-                    really_free < TWO or _fewer_before(times, free, n, now + md, TWO)
-                ):
+                if zero < now + md1 and (really_free < TWO or _fewer_before(times, free, n, now + md, TWO)):
                     break
             horizon = now + longest[x]
             if zero < horizon:
