@@ -546,13 +546,7 @@ def _early_stop_pass(
     # (with the one-processor minima in its second half: ``place``'s stronger stop)
     shortest = np.empty(2 * (m + 1), dtype=np.float64)
     longest = np.empty(m + 1, dtype=np.float64)
-    if c == 0:
-        shortest_behind(queue[:m], procs, est[s], pints[r, 2], shortest, longest)
-    else:
-        both = np.empty(2 * (m - c + 1), dtype=np.float64)
-        shortest_behind(queue[c:m], procs, est[s], pints[r, 2], both, longest[c:])
-        shortest[c : m + 1] = both[: m - c + 1]
-        shortest[m + 1 + c :] = both[m - c + 1 :]
+    shortest_behind(queue[c:m], procs, est[s], pints[r, 2], shortest[c:], longest[c:])
     lowest = _lowest_bound_ahead(r, m, pints, pdef, pbound)  # (every deferred job is ahead of ``m``)
     if lowest < np.inf:
         for x in range(c, m + 1):

@@ -184,11 +184,13 @@ def shortest_behind(
     """``out[x]``: the shortest estimate among the jobs at positions ``>= x`` no wider than
     ``free_now`` (``inf``: none; ``-inf``: a zero-width job is among them); ``longest[x]``: the
     longest estimate among those of them that need processors (``-inf``: none). When ``out`` has
-    room for twice ``len(queue) + 1`` entries, ``out[len(queue) + 1 + x]`` also gets the shortest
-    estimate among the jobs at positions ``>= x`` one processor wide (``inf``: none; for the
-    stronger stop of :func:`place`)."""
+    room for at least twice ``len(queue) + 1`` entries, its last ``len(queue) + 1`` also get the
+    shortest estimate among the jobs at positions ``>= x`` one processor wide (``inf``: none; for
+    the stronger stop of :func:`place`): ``out[len(out) - len(queue) - 1 + x]``. (So a caller
+    passing views from a cursor ``c`` on, ``out[c:]`` and ``queue[c:]``, gets them where a whole
+    queue's would be.)"""
     n = queue.shape[0]
-    ones_at = n + 1 if out.shape[0] >= 2 * (n + 1) else 0
+    ones_at = out.shape[0] - (n + 1) if out.shape[0] >= 2 * (n + 1) else 0
     ones = np.inf
     best = np.inf
     most = -np.inf
