@@ -139,8 +139,12 @@ def test_projections_bounded_by_the_kth_best_completion_give_the_drivers_choices
     projection is read from its plan without placing the jobs ahead of the copy when the plan as
     it is already shows that its window cannot end before the K-th best completion (a lower
     bound), or shows the exact fit (every job ahead looked at, the window ending before any job
-    put off); else the jobs ahead are placed. Every branch is taken in these runs; the choices
-    are the driver's, which projects every site in full."""
+    put off); else the jobs ahead are placed as far as the fit needs (``_fit_within``'s rounds:
+    the jobs not looked at yet, with the fit's end as horizon; the deferred ones moved out to it;
+    those up to the last whose bound is below it placed), as they are for every projection and
+    copy put in. Every branch is taken in these runs (counted once in a scratch copy: fits
+    settled with no round and after one to four rounds, each kind of round, windows that cannot
+    end before the K-th best); the choices are the driver's, which projects every site in full."""
     sites, jobs = busy_workload(seed)
     assert_same(*both(jobs, sites, CompletionTime(k=k, selection="completion"), ConservativeBackfill(order=Efficacy())))
 

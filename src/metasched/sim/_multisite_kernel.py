@@ -977,11 +977,11 @@ def _fit_within(
     deferred jobs ahead is free in the exact profile too, so it is the exact first fit (and the
     window, should the caller reserve it, keeps the deferred jobs' condition). Until then, rounds
     place more of the jobs ahead, with the fit's end ``e`` as the horizon: the jobs not looked at
-    yet are looked at (``place``'s deferral, on demand with reach ``e``: a job with no fit
-    starting before the horizon is put off with a bound); once all were, the deferred jobs are
-    moved out to ``e`` (:func:`~metasched.policy.local._conservative_kernel._advance`) and, every
-    other round, those up to the last one whose bound is below ``e`` are placed, in queue order
-    (``_resolve``). Rounds only add windows, so the fit only moves later (each round's search
+    yet are looked at (``place``'s deferral, on demand with a reach twice as far from ``now`` as
+    ``e``: a job with no fit starting before the horizon is put off with a bound); once all were,
+    the deferred jobs are moved out to ``e``
+    (:func:`~metasched.policy.local._conservative_kernel._advance`) and, every other round, those
+    up to the last one whose bound is below ``e`` are placed, in queue order (``_resolve``). Rounds only add windows, so the fit only moves later (each round's search
     starts from the last fit), and each round looks at or places jobs or settles the fit: the
     rounds end. (Measured, BENCHMARKS.md, "Projections placed only as far as the fit needs": a
     quarter fewer windows placed in the completion-time schemes than placing every job ahead.)"""
@@ -997,9 +997,11 @@ def _fit_within(
             return start
         rounds += 1
         if pints[r, 1] < pos:
+            # (with a horizon twice as far from now as the fit's end: the fit moves later as the jobs
+            # ahead are placed, and one near it leaves more jobs across it to place in later rounds)
             _place_to(
                 r, s, pqueue[r, pos - 1], si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
-                pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, end,
+                pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + 2.0 * (end - now),
             )  # fmt: skip
             if g[G_ERROR] != 0:
                 return np.inf
