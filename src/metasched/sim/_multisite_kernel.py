@@ -981,10 +981,11 @@ def _fit_within(
     ``e``: a job with no fit starting before the horizon is put off with a bound); once all were,
     the deferred jobs are moved out to ``e``
     (:func:`~metasched.policy.local._conservative_kernel._advance`) and, every other round, those
-    up to the last one whose bound is below ``e`` are placed, in queue order (``_resolve``). Rounds only add windows, so the fit only moves later (each round's search
-    starts from the last fit), and each round looks at or places jobs or settles the fit: the
-    rounds end. (Measured, BENCHMARKS.md, "Projections placed only as far as the fit needs": a
-    quarter fewer windows placed in the completion-time schemes than placing every job ahead.)"""
+    up to the last one whose bound is below ``e`` are placed, in queue order (``_resolve``).
+    Rounds only add windows, so the fit only moves later (each round's search starts from the
+    last fit), and each round looks at or places jobs or settles the fit: the rounds end.
+    (Measured, BENCHMARKS.md, "Projections placed only as far as the fit needs": 21-33% fewer
+    windows placed in the completion-time runs at load 2.0 than placing every job ahead.)"""
     start = first_fit(times[r], frees[r], pints[r, 0], now, p, d)
     rounds = 0
     while True:
