@@ -503,14 +503,22 @@ def _cut_row(
 
 
 @njit(cache=True, nogil=True)
-def _lowest_bound_ahead(r: int, pos: int, pints: np.ndarray, pdef: np.ndarray, pbound: np.ndarray) -> float:
-    """The lowest bound of plan row ``r``'s deferred jobs ahead of queue position ``pos``
-    (``inf``: none)."""
+def _deferred_ahead(
+    r: int, pos: int, below: float, pints: np.ndarray, pdef: np.ndarray, pbound: np.ndarray
+) -> tuple[float, int]:
+    """Of plan row ``r``'s deferred jobs ahead of queue position ``pos``: the lowest bound
+    (``inf``: none), and the position of the last one whose bound is below ``below`` (-1: none)."""
     low = np.inf
+    last = -1
     for k in range(pints[r, 3], pints[r, 4]):
-        if pdef[r, k] < pos and pbound[r, k] < low:
-            low = pbound[r, k]
-    return low
+        x = pdef[r, k]
+        if x < pos:
+            b = pbound[r, k]
+            if b < low:
+                low = b
+            if b < below:
+                last = x
+    return low, last
 
 
 @njit(cache=True, nogil=True)
@@ -549,7 +557,7 @@ def _early_stop_pass(
     shortest = np.empty(2 * (m + 1), dtype=np.float64)
     longest = np.empty(m + 1, dtype=np.float64)
     shortest_behind(queue[c:m], procs, est[s], pints[r, 2], shortest[c:], longest[c:])
-    lowest = _lowest_bound_ahead(r, m, pints, pdef, pbound)  # (every deferred job is ahead of ``m``)
+    lowest, _ = _deferred_ahead(r, m, -np.inf, pints, pdef, pbound)  # (every deferred job is ahead of ``m``)
     if lowest < np.inf:
         for x in range(c, m + 1):
             if longest[x] > lowest - now:
@@ -987,16 +995,20 @@ def _fit_within(
     (Measured, BENCHMARKS.md, "Projections placed only as far as the fit needs": 21-33% fewer
     windows placed in the completion-time runs at load 2.0 than placing every job ahead.)"""
     start = first_fit(times[r], frees[r], pints[r, 0], now, p, d)
-    rounds = 0
+    advance = False  # (the kind of round, once every job ahead was looked at: they alternate)
     while True:
         if start == np.inf:
             return start  # (it runs out in a profile with no fewer processors free: so does the exact one)
         end = start + d
         if not end < reach:
             return -np.inf
-        if pints[r, 1] >= pos and end <= _lowest_bound_ahead(r, pos, pints, pdef, pbound):
-            return start
-        rounds += 1
+        # (``last``: the position up to which a resolve round places the deferred jobs ahead)
+        last = -1
+        if pints[r, 1] >= pos:
+            low, last = _deferred_ahead(r, pos, end, pints, pdef, pbound)
+            if end <= low:
+                return start
+        advance = not advance
         if pints[r, 1] < pos:
             # (with a horizon twice as far from now as the fit's end: the fit moves later as the jobs
             # ahead are placed, and one near it leaves more jobs across it to place in later rounds)
@@ -1009,16 +1021,12 @@ def _fit_within(
         else:
             n = pints[r, 0]
             queue = pqueue[r, : si[r, PLAN_N]]
-            if rounds & 1:
+            if advance:
                 zero, _ = _advance(
                     times[r], frees[r], pints[r], ptz[r, 0], ptz[r, 1:], queue, procs, est[s], pstart[r],
                     pstate[r], pdef[r], pbound[r], pos, end,
                 )  # fmt: skip
             else:
-                last = -1
-                for k in range(pints[r, 3], pints[r, 4]):
-                    if pdef[r, k] < pos and pbound[r, k] < end:
-                        last = pdef[r, k]
                 table = si[r, TABLE]
                 zero = _resolve(
                     times[r], frees[r], pints[r], ptz[r, 0], shape_p[r, : 2 * table], shape_d[r, : 2 * table],
@@ -2280,7 +2288,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "_swap_in",
             "_planned",
             "_cut_behind",
-            "_lowest_bound_ahead",
+            "_deferred_ahead",
             "_early_stop_pass",
         ),
     ),
