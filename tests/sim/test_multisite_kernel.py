@@ -470,3 +470,38 @@ def test_compile_kernels_loads_only_the_loop_from_a_warm_cache(tmp_path: Path) -
         env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}, capture_output=True, text=True, check=True, cwd=root,
     )  # fmt: skip
     assert cold.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_copy_is_left_unplaced_only_when_its_first_fit_in_the_plan_as_it_is_ends_by_the_reach() -> None:
+    """``_cannot_end_by`` on a hand-made plan row (4 processors, 1 free before t=10, all 4 after):
+    a copy of 2 processors for 5 s fits at 10 at the earliest, so its window cannot end before a
+    reach of 15 but may before anything later; put off with a bound of 12, it is read from the
+    bound (ends at 17); looked at but not in the deferred list, or with no fit, placing decides."""
+    k = kernel_module
+    times = np.array([[0.0, 10.0, 0.0, 0.0]])
+    frees = np.array([[1, 4, 0, 0]], dtype=np.int64)
+    pints = np.zeros((1, k.N_PINTS), dtype=np.int64)
+    pints[0, 0], pints[0, 1] = 2, 2  # two steps; queue positions 0 and 1 looked at
+    pdef = np.array([[1, 0, 0, 0]], dtype=np.int64)
+    pbound = np.array([[12.0, 0.0, 0.0, 0.0]])
+    pnow = np.zeros(1)
+    procs = np.array([1, 2, 2, 5], dtype=np.int64)
+    est = np.array([[1.0, 5.0, 5.0, 5.0]])
+    ppos = np.array([[0, 1, 3, 4]], dtype=np.int64)
+
+    def cannot(o: int, reach: float, deferred: int = 0) -> bool:
+        pints[0, 3], pints[0, 4] = 0, deferred
+        return bool(k._cannot_end_by(0, 0, o, reach, procs, est, ppos, times, frees, pints, pnow, pdef, pbound))
+
+    # job 2: not looked at yet (position 3 >= the cursor): its fit from the row's instant, [10, 15)
+    assert cannot(2, 15.0)
+    assert cannot(2, 14.0)
+    assert not cannot(2, float(np.nextafter(15.0, np.inf)))
+    # job 1: put off with bound 12 (from 0 its fit would end at 15): read from 12, [12, 17)
+    assert cannot(1, 17.0, deferred=1)
+    assert not cannot(1, 17.5, deferred=1)
+    # job 1 looked at but the deferred list does not hold it, job 0 likewise: not known here
+    assert not cannot(1, 0.0, deferred=0)
+    assert not cannot(0, 0.0, deferred=1)
+    # job 3 is wider than the site: no fit in the row, placing reports it
+    assert not cannot(3, 0.0)

@@ -742,6 +742,50 @@ def _plan(
 
 
 @njit(cache=True, nogil=True)
+def _cannot_end_by(
+    r: int,
+    t: int,
+    o: int,
+    reach: float,
+    procs: np.ndarray,
+    est: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    pnow: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> bool:
+    """Whether job ``o``, not placed yet in plan row ``r`` (site ``t``, state 3), surely has no
+    window there ending before ``reach``: its first fit in the row's profile as it is, from the
+    row's instant (from its bound if it was put off), ends at or after ``reach``.
+
+    Exact. Such a fit is a lower bound of its start in the pass: the profile lacks only the
+    windows of jobs ahead of ``o`` not placed yet (not looked at, or put off), so it has no fewer
+    processors free than the one ``o`` is placed in; if ``o`` was put off, jobs behind it may be
+    placed, but every such window ends by ``o``'s bound (see
+    :func:`~metasched.policy.local._conservative_kernel.place`), so from the bound on that still
+    holds. ``False`` (placing decides) when ``o`` is neither ahead of the cursor nor in the
+    deferred list, or has no fit at all."""
+    after = pnow[r]
+    x = ppos[r, o]
+    if x < pints[r, 1]:
+        found = False
+        for k in range(pints[r, 3], pints[r, 4]):
+            if pdef[r, k] == x:
+                found = True
+                if pbound[r, k] > after:
+                    after = pbound[r, k]
+                break
+        if not found:
+            return False
+    d = est[t, o]
+    start = first_fit(times[r], frees[r], pints[r, 0], after, procs[o], d)
+    return start < np.inf and start + d >= reach
+
+
+@njit(cache=True, nogil=True)
 def _place_to(
     r: int,
     s: int,
@@ -2099,13 +2143,22 @@ def run_loop(
                     # cannot complete before it (its start is not before now), nothing changes a
                     # decision already settled, and a copy whose window cannot end before this
                     # one's completion is left unplaced (reach; its answer inf then changes
-                    # nothing). Placed, it would be reserved (state 0): a job behind the early
+                    # nothing), nor is it placed at all when its first fit in the plan as it is
+                    # already shows that (:func:`_cannot_end_by`; placed, its start would be no
+                    # earlier). Placed, it would be reserved (state 0): a job behind the early
                     # stop cannot start at the plan's instant; the re-plan below is decided as if
                     # it had been.
                     wanted = decide != DECIDE_START and est[t, o] < est[s, o] and not settled
                     rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
-                    if in_plan and pstate[rt, o] == 3 and wanted:
+                    if (
+                        in_plan
+                        and pstate[rt, o] == 3
+                        and wanted
+                        and not _cannot_end_by(
+                            rt, t, o, now + est[s, o], procs, est, ppos, times, frees, pints, pnow, pdef, pbound
+                        )
+                    ):
                         _place_to(
                             rt, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
                             ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
@@ -2119,7 +2172,14 @@ def run_loop(
                         )  # fmt: skip
                         rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
-                    if in_plan and pstate[rt, o] == 3 and wanted:
+                    if (
+                        in_plan
+                        and pstate[rt, o] == 3
+                        and wanted
+                        and not _cannot_end_by(
+                            rt, t, o, now + est[s, o], procs, est, ppos, times, frees, pints, pnow, pdef, pbound
+                        )
+                    ):
                         _place_to(
                             rt, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
                             ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
@@ -2289,6 +2349,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "_planned",
             "_cut_behind",
             "_deferred_ahead",
+            "_cannot_end_by",
             "_early_stop_pass",
         ),
     ),
