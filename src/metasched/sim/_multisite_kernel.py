@@ -828,6 +828,43 @@ def _place_to(
 
 
 @njit(cache=True, nogil=True)
+def _place_unless_too_late(
+    r: int,
+    t: int,
+    o: int,
+    reach: float,
+    si: np.ndarray,
+    g: np.ndarray,
+    procs: np.ndarray,
+    est: np.ndarray,
+    pqueue: np.ndarray,
+    pstate: np.ndarray,
+    pstart: np.ndarray,
+    ppos: np.ndarray,
+    times: np.ndarray,
+    frees: np.ndarray,
+    pints: np.ndarray,
+    ptz: np.ndarray,
+    pnow: np.ndarray,
+    ff: np.ndarray,
+    shape_p: np.ndarray,
+    shape_d: np.ndarray,
+    shape_start: np.ndarray,
+    pdef: np.ndarray,
+    pbound: np.ndarray,
+) -> None:
+    """:func:`_place_to` plan row ``r`` (site ``t``) up to job ``o`` (state 3 there) with ``reach``,
+    unless :func:`_cannot_end_by` already shows that ``o``'s window cannot end before ``reach``:
+    then ``o`` stays in state 3, which answers as placing would (placing leaves it there, or places
+    it no earlier, where its window still ends at or after ``reach``)."""
+    if not _cannot_end_by(r, t, o, reach, procs, est, ppos, times, frees, pints, pnow, pdef, pbound):
+        _place_to(
+            r, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz, pnow, ff,
+            shape_p, shape_d, shape_start, pdef, pbound, reach,
+        )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
 def _retime_row(
     r: int, s: int, now: float, si: np.ndarray, pnow: np.ndarray, times: np.ndarray, pints: np.ndarray,
     ff: np.ndarray, pbound: np.ndarray,
@@ -2144,24 +2181,17 @@ def run_loop(
                     # decision already settled, and a copy whose window cannot end before this
                     # one's completion is left unplaced (reach; its answer inf then changes
                     # nothing), nor is it placed at all when its first fit in the plan as it is
-                    # already shows that (:func:`_cannot_end_by`; placed, its start would be no
-                    # earlier). Placed, it would be reserved (state 0): a job behind the early
+                    # already shows that (:func:`_place_unless_too_late`; placed, its start would
+                    # be no earlier). Placed, it would be reserved (state 0): a job behind the early
                     # stop cannot start at the plan's instant; the re-plan below is decided as if
                     # it had been.
                     wanted = decide != DECIDE_START and est[t, o] < est[s, o] and not settled
                     rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
-                    if (
-                        in_plan
-                        and pstate[rt, o] == 3
-                        and wanted
-                        and not _cannot_end_by(
-                            rt, t, o, now + est[s, o], procs, est, ppos, times, frees, pints, pnow, pdef, pbound
-                        )
-                    ):
-                        _place_to(
-                            rt, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
+                    if in_plan and pstate[rt, o] == 3 and wanted:
+                        _place_unless_too_late(
+                            rt, t, o, now + est[s, o], si, g, procs, est, pqueue, pstate, pstart, ppos, times,
+                            frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
                     st = pstate[rt, o]
                     if not (in_plan and (st == 4 or st == 0 or st == 3)) and not si[t, FRESH]:
@@ -2172,17 +2202,10 @@ def run_loop(
                         )  # fmt: skip
                         rt = si[t, ROW]
                     in_plan = pid[rt, o] == si[rt, PLAN_ID]
-                    if (
-                        in_plan
-                        and pstate[rt, o] == 3
-                        and wanted
-                        and not _cannot_end_by(
-                            rt, t, o, now + est[s, o], procs, est, ppos, times, frees, pints, pnow, pdef, pbound
-                        )
-                    ):
-                        _place_to(
-                            rt, t, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
-                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, now + est[s, o],
+                    if in_plan and pstate[rt, o] == 3 and wanted:
+                        _place_unless_too_late(
+                            rt, t, o, now + est[s, o], si, g, procs, est, pqueue, pstate, pstart, ppos, times,
+                            frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
                     if in_plan and pstate[rt, o] == 4:
                         at = now
@@ -2359,6 +2382,7 @@ COMPILE_STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "_prefix_to",
             "_fit_within",
             "_start_from_plan",
+            "_place_unless_too_late",
             "_insert_copy",
             "_take_out_copy",
         ),
