@@ -1076,7 +1076,7 @@ def _fit_within(
     (Measured, BENCHMARKS.md, "Projections placed only as far as the fit needs": 21-33% fewer
     windows placed in the completion-time runs at load 2.0 than placing every job ahead.)"""
     start = first_fit(times[r], frees[r], pints[r, 0], now, p, d)
-    advance = False  # (the kind of round, once every job ahead was looked at: they alternate)
+    advance = False  # (flipped every round, look rounds too: the advance and resolve rounds alternate)
     while True:
         if start == np.inf:
             return start  # (it runs out in a profile with no fewer processors free: so does the exact one)
