@@ -2063,9 +2063,12 @@ def run_loop(
                     )  # fmt: skip
                     st = pstate[r, o]
                     if st == 3:
-                        _place_to(
-                            r, s, o, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints, ptz,
-                            pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, reach,
+                        # (left unplaced when its first fit in the pass as it is already ends at or
+                        # after the reach: its value is then inf instead of a start + estimate at or
+                        # past the reach, not among the k best either way)
+                        _place_unless_too_late(
+                            r, s, o, reach, si, g, procs, est, pqueue, pstate, pstart, ppos, times, frees, pints,
+                            ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
                         )  # fmt: skip
                         st = pstate[r, o]
                     if st == 4:
