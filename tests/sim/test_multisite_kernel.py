@@ -402,10 +402,12 @@ def test_copy_head_copies_the_head_of_one_row_into_another_and_nothing_else(dtyp
     assert np.array_equal(arr, expected)
 
 
-def test_a_copied_rows_shape_tables_keep_only_the_source_entries_under_a_newer_generation() -> None:
+@pytest.mark.parametrize("tables", [True, False])
+def test_a_copied_rows_shape_tables_keep_only_the_source_entries_under_a_newer_generation(tables: bool) -> None:
     """``_copy_row``: row ``b`` (whose own history reached a higher generation than ``a``'s) gets
-    ``a``'s current entries under a generation above both, and no other entry of its table, in the
-    part in use or beyond it, has that generation (so growing the table exposes nothing stale)."""
+    ``a``'s current entries under a generation above both (none at all without ``tables``: the
+    tables are left empty), and no other entry of its table, in the part in use or beyond it, has
+    that generation (so growing the table exposes nothing stale)."""
     from metasched.policy.local._conservative_kernel import GEN
 
     k = kernel_module
@@ -420,20 +422,29 @@ def test_a_copied_rows_shape_tables_keep_only_the_source_entries_under_a_newer_g
     shape_p[1, :] = (9 << 32) | 1  # b's own entries, of its generation 9, everywhere
     shape_d = np.zeros((rows, 4 * table))
     shape_d[0, 3] = 10.0
+    times = np.zeros((rows, 8))
+    times[0, :3] = [0.0, 5.0, 7.0]
+    frees = np.zeros((rows, 8), dtype=np.int64)
+    frees[0, :3] = [1, 2, 3]
+    pints[0, 0] = 3
     z_i = np.zeros((rows, n + 1), dtype=np.int64)
     k._copy_row(
         0, 1, cap, si, np.zeros(k.N_G, dtype=np.int64), z_i, z_i.copy(), np.full((rows, n), -1, dtype=np.int64),
         np.zeros((rows, n), dtype=np.int8), np.zeros((rows, n)), np.zeros((rows, n), dtype=np.int64),
-        np.zeros((rows, 8)), np.zeros((rows, 8), dtype=np.int64), pints, np.zeros((rows, 1 + k.MEMO_SIZE)),
+        times, frees, pints, np.zeros((rows, 1 + k.MEMO_SIZE)),
         np.zeros(rows), np.zeros((rows, 2 * (cap + 1))), shape_p, shape_d, np.zeros((rows, 8 * table)), z_i.copy(),
-        np.zeros((rows, n + 1)),
+        np.zeros((rows, n + 1)), np.bool_(tables),
     )  # fmt: skip
     gen = int(pints[1, GEN])
     assert gen > 9 and pints[0, GEN] == 5 and si[1, k.TABLE] == table
-    assert shape_p[1, 3] == (gen << 32) | 2 and shape_d[1, 3] == 10.0
+    assert list(times[1, :3]) == [0.0, 5.0, 7.0] and list(frees[1, :3]) == [1, 2, 3] and pints[1, 0] == 3
     current = [h for h in range(4 * table) if shape_p[1, h] >> 32 == gen]
-    assert current == [3]
-    assert (shape_p[1, : 2 * table] == -1).sum() == 2 * table - 1  # a's stale entry left empty too
+    if tables:
+        assert shape_p[1, 3] == (gen << 32) | 2 and shape_d[1, 3] == 10.0
+        assert current == [3]
+        assert (shape_p[1, : 2 * table] == -1).sum() == 2 * table - 1  # a's stale entry left empty too
+    else:
+        assert current == []  # every entry of an older generation: empty
 
 
 # which kernels this process holds after ``compile_kernels``, and whether the loop came from the cache

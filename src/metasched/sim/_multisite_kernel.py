@@ -110,6 +110,8 @@ ERR_NEVER_RAN = 2
 # constants passed to other kernels (not literals, see ``i64``)
 NO_JOB = i64(-1)
 CUT_OK = cast(bool, np.bool_(True))
+WITH_TABLES = cast(bool, np.bool_(True))
+NO_TABLES = cast(bool, np.bool_(False))
 
 
 @njit(cache=True, nogil=True)
@@ -1226,12 +1228,16 @@ def _copy_row(
     shape_start: np.ndarray,
     pdef: np.ndarray,
     pbound: np.ndarray,
+    tables: bool,
 ) -> None:
     """Plan row ``b`` := plan row ``a`` (the parts in use; ``cap``: the site's processors), under a
     new plan id (so no stale entry of row ``b`` is taken for one of its jobs) and a generation of
     its shape tables above both rows' (``b``'s only ever increases: the entries of ``a``'s current
-    one are copied under it, the rest left empty). (The copy of a site's plan is never that site's
-    next plan: the caller clears ``SWAP``.)"""
+    one are copied under it, the rest left empty). Without ``tables`` the shape tables are left
+    empty (search bounds only: no bound is always valid), for a caller that cuts the copy back at
+    once (:func:`~metasched.policy.local._conservative_kernel.cut` empties them anyway); they are
+    the largest part of a row (six entries per slot, two slots per queued job at least). (The
+    copy of a site's plan is never that site's next plan: the caller clears ``SWAP``.)"""
     gen_a = pints[a, GEN]
     gen = (gen_a if gen_a > pints[b, GEN] else pints[b, GEN]) + 1
     g[G_PIDS] += 1
@@ -1258,12 +1264,13 @@ def _copy_row(
     _copy_head(ptz, a, b, ptz.shape[1])
     pnow[b] = pnow[a]
     _copy_head(ff, a, b, 2 * (cap + 1))
-    new = gen << 32
-    for h in range(2 * table):
-        key = shape_p[a, h]
-        shape_p[b, h] = new | (key & 0xFFFFFFFF) if key >> 32 == gen_a else -1
-    _copy_head(shape_d, a, b, 2 * table)
-    _copy_head(shape_start, a, b, 4 * table)
+    if tables:
+        new = gen << 32
+        for h in range(2 * table):
+            key = shape_p[a, h]
+            shape_p[b, h] = new | (key & 0xFFFFFFFF) if key >> 32 == gen_a else -1
+        _copy_head(shape_d, a, b, 2 * table)
+        _copy_head(shape_start, a, b, 4 * table)
     _copy_head(pdef, a, b, pints[a, 4])
     _copy_head(pbound, a, b, pints[a, 4])
 
@@ -1503,7 +1510,7 @@ def _take_out_copy(
     if cur == CUR_ROW:
         _copy_row(
             si[s, ROW], si[s, SPARE], si[s, CAP], si, g, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
-            pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+            pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, WITH_TABLES,
         )  # fmt: skip
     r = si[s, SPARE]
     si[s, SWAP] = 0
@@ -2035,6 +2042,7 @@ def run_loop(
                         _copy_row(
                             si[s, ROW], si[s, SPARE], si[s, CAP], si, g, pqueue, pstarts, pid, pstate, pstart, ppos,
                             times, frees, pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                            NO_TABLES,
                         )  # fmt: skip
                         si[s, CURRENT] = CUR_SPARE
                         si[s, SWAP] = 0
@@ -2136,7 +2144,7 @@ def run_loop(
                         si[s, SWAP] = 0
                         _copy_row(
                             si[s, ROW], r, si[s, CAP], si, g, pqueue, pstarts, pid, pstate, pstart, ppos, times, frees,
-                            pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound,
+                            pints, ptz, pnow, ff, shape_p, shape_d, shape_start, pdef, pbound, WITH_TABLES,
                         )  # fmt: skip
                     if _insert_copy(
                         r, s, o, now, order, si, g, prim, procs, est, held, pqueue, pstarts, pid, pstate, pstart, ppos,
