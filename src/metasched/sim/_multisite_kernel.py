@@ -1235,9 +1235,8 @@ def _copy_row(
     its shape tables above both rows' (``b``'s only ever increases: the entries of ``a``'s current
     one are copied under it, the rest left empty). Without ``tables`` the shape tables are left
     empty (search bounds only: no bound is always valid), for a caller that cuts the copy back at
-    once (:func:`~metasched.policy.local._conservative_kernel.cut` empties them anyway); they are
-    the largest part of a row (six entries per slot, two slots per queued job at least). (The
-    copy of a site's plan is never that site's next plan: the caller clears ``SWAP``.)"""
+    once (:func:`~metasched.policy.local._conservative_kernel.cut` empties them anyway). (The copy
+    of a site's plan is never that site's next plan: the caller clears ``SWAP``.)"""
     gen_a = pints[a, GEN]
     gen = (gen_a if gen_a > pints[b, GEN] else pints[b, GEN]) + 1
     g[G_PIDS] += 1
