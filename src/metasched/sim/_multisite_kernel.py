@@ -52,6 +52,7 @@ from metasched.policy.local._conservative_kernel import (
     NO_END,
     ZERO,
     _advance,
+    _deferred_bound,
     _resolve,
     base_profile,
     cut,
@@ -773,15 +774,11 @@ def _cannot_end_by(
     after = pnow[r]
     x = ppos[r, o]
     if x < pints[r, 1]:
-        found = False
-        for k in range(pints[r, 3], pints[r, 4]):
-            if pdef[r, k] == x:
-                found = True
-                if pbound[r, k] > after:
-                    after = pbound[r, k]
-                break
-        if not found:
-            return False
+        bound = _deferred_bound(pints[r], pdef[r], pbound[r], x)
+        if bound != bound:
+            return False  # (looked at and not put off: placing decides)
+        if bound > after:
+            after = bound
     d = est[t, o]
     start = first_fit(times[r], frees[r], pints[r, 0], after, procs[o], d)
     return start < np.inf and start + d >= reach

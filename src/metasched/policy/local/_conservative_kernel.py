@@ -682,6 +682,17 @@ def cut(
 
 
 @njit(cache=True, nogil=True)
+def _deferred_bound(ints: np.ndarray, deferred: np.ndarray, bound: np.ndarray, x: int) -> float:
+    """The bound of the job at queue position ``x`` in a pass's deferred list (entries ``ints[3]``
+    to ``ints[4]``, see :func:`place`); NaN when the list does not hold it (every comparison with
+    it is false)."""
+    for k in range(ints[3], ints[4]):
+        if deferred[k] == x:
+            return bound[k]
+    return np.nan
+
+
+@njit(cache=True, nogil=True)
 def place(
     capacity: int,
     now: float,
@@ -811,11 +822,8 @@ def place(
             qt = queue[target]
             if state[qt] != 3:
                 return 0  # placed by the advance
-            for k in range(ints[3], ints[4]):
-                if deferred[k] == target:
-                    if bound[k] + durations[qt] >= reach:
-                        return 0  # still deferred, and its window cannot end before ``reach``
-                    break
+            if _deferred_bound(ints, deferred, bound, target) + durations[qt] >= reach:
+                return 0  # still deferred, and its window cannot end before ``reach`` (NaN: not deferred)
     if not stop_early and ints[3] < ints[4] and (target < 0 or target < ints[1]):
         zero = _resolve(
             times, free, ints, zero, shape_p, shape_d, shape_start, queue, procs, durations, starts, state, deferred,
