@@ -10,6 +10,15 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# A hypothesis example's speed depends on the machine's load (2 shared cores under xdist), not on the
+# code under test: no per-example deadline and no "too slow" health check, for the whole suite. A test
+# may still set its own ``@settings(...)``; those inherit from this profile. ``HYPOTHESIS_PROFILE``
+# picks another registered profile (e.g. "dev").
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", parent=settings.get_profile("suite"), max_examples=20)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 _LIVE_PREFIXES = ("tests/runtime/",)
 _live_skips: list[str] = []

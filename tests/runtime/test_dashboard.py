@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -25,6 +23,7 @@ from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.dashboard import snapshot
 from metasched.runtime.metaqueue.service import create_app
 from metasched.runtime.metaqueue.store import JobSpec, Store
+from tests.runtime.procs import start_logged, stop, wait_http
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -133,23 +132,15 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str, Store]]:
     env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
     cmd = [sys.executable, "-m", "metasched", "server", "--port", str(port), "--db", db, "--lease", "1000000"]
     cmd += ["--policy", "completion-time"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "server.log"
+    proc = start_logged(cmd, env, log)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/dashboard", timeout=1)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start: {proc.stderr.read() if proc.stderr else ''}") from None
-                time.sleep(0.2)
+        wait_http(proc, url + "/openapi.json", log)
         token = (tmp_path / "home" / "dashboard-token").read_text().strip()
         yield url, token, store
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
         store.close()
 
 

@@ -182,12 +182,12 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
             slurm = by_site["slurmB"] or by_site["slurmA"]
             if "scancel" not in killed and done > 20 and slurm:
                 victim = phs[slurm[0]]
-                subprocess.run(["scancel", victim["batch_id"]], check=True)
+                subprocess.run(["scancel", victim["batch_id"]], check=True, timeout=30)
                 killed["scancel"] = victim["id"]
             sge = by_site["sgeB"] or by_site["sgeA"]
             if "qdel" not in killed and done > 40 and sge:
                 victim = phs[sge[0]]
-                subprocess.run(["qdel", victim["batch_id"]], check=True, capture_output=True)
+                subprocess.run(["qdel", victim["batch_id"]], check=True, capture_output=True, timeout=30)
                 killed["qdel"] = victim["id"]
             if "kill9" not in killed and done > 60:
                 for site in ("slurmA", "sgeA", "slurmB", "sgeB"):
@@ -198,7 +198,7 @@ def test_lattice_over_slurm_and_gridengine_with_kills(tmp_path: Path, db: str) -
                         break
             if "server" not in killed and done > 80:
                 server.send_signal(signal.SIGKILL)
-                server.wait()
+                server.wait(timeout=30)
                 time.sleep(1.0)
                 server = start_server()
                 killed["server"] = "restarted"

@@ -250,7 +250,7 @@ def test_kill_9_with_prefetched_jobs_loses_nothing(tmp_path: Path) -> None:
                 break
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -345,7 +345,7 @@ def test_watchdog_forgets_an_ended_job_at_once_and_kills_only_live_ones() -> Non
         for p in (other, ours):
             if p.poll() is None:
                 p.kill()
-                p.wait()
+                p.wait(timeout=30)
 
 
 def test_watchdog_kills_an_unlisted_job_by_its_placeholder_tag() -> None:
@@ -367,7 +367,7 @@ def test_watchdog_kills_an_unlisted_job_by_its_placeholder_tag() -> None:
         for p in (orphan, stranger):
             if p.poll() is None:
                 p.kill()
-                p.wait()
+                p.wait(timeout=30)
 
 
 def test_a_report_of_several_results_matches_one_by_one_completions(db_url: str) -> None:

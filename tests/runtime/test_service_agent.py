@@ -122,7 +122,7 @@ def test_kill_9_of_placeholder_kills_its_job_and_job_returns_to_queue(tmp_path: 
             time.sleep(0.1)
         assert store.job("victim")["state"] == "running" and started.exists()
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=30)
         lost: list[int] = []
         for _ in range(100):
             lost = store.expire_leases()
@@ -184,7 +184,7 @@ def test_job_killed_with_its_cancelled_placeholder_is_requeued_not_failed(tmp_pa
         assert started.exists()
         time.sleep(0.5)  # the job is dead; its agent goes a moment later, as under scancel
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=30)
         assert store.job("victim")["state"] == "running"  # never reported failed
         for _ in range(100):
             if store.expire_leases():

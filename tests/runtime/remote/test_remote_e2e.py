@@ -47,7 +47,7 @@ def _toml_table(d: dict[str, object]) -> str:
 
 def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, tmp_path: Path) -> None:
     slurm_conf = os.environ.get("SLURM_CONF")
-    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
+    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False, timeout=20).returncode != 0:
         pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
     sge = bool(os.environ.get("SGE_ROOT")) and (
         subprocess.run(["qstat"], capture_output=True, check=False, timeout=20).returncode == 0
@@ -137,7 +137,7 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
             server.wait(timeout=20)
         if server.poll() is None:
             server.kill()
-            server.wait()
+            server.wait(timeout=30)
     counts = store.counts()
     assert counts.get("done", 0) == 25, f"not all done after {elapsed:.0f} s: {counts}"
     ends = Counter(line.split()[1] for line in ledger.read_text().splitlines() if line.startswith("end "))
@@ -161,7 +161,7 @@ def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lo
     link is cut while placeholders are queued and running there, then restored. The manager marks it
     down, keeps feeding ``near``, brings ``far`` back, and every job still completes exactly once."""
     slurm_conf = os.environ.get("SLURM_CONF")
-    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
+    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False, timeout=20).returncode != 0:
         pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
     if not ssh_testbed.has("msa"):
         pytest.skip("SSH testbed without network namespaces")
@@ -243,13 +243,13 @@ def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lo
             manager.tick()
             done = store.counts().get("done", 0)
             if cut_at is None and done >= 3:
-                subprocess.run(["ip", "link", "set", msa["veth"], "down"], check=True)
+                subprocess.run(["ip", "link", "set", msa["veth"], "down"], check=True, timeout=20)
                 cut_at = time.time()
                 events.append(("cut", cut_at, {"done": done}))
             elif cut_at is not None and len(events) == 1 and manager.health()["far"]["state"] == "down":
                 events.append(("down", time.time(), {"done": done, **manager.health()["far"]}))
             elif len(events) == 2 and time.time() - cut_at > 12:
-                subprocess.run(["ip", "link", "set", msa["veth"], "up"], check=True)
+                subprocess.run(["ip", "link", "set", msa["veth"], "up"], check=True, timeout=20)
                 events.append(("restored", time.time(), {"done": done}))
             elif len(events) == 3 and manager.health()["far"]["state"] == "up":
                 events.append(("back", time.time(), {"done": done}))
@@ -258,7 +258,7 @@ def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lo
             time.sleep(0.5)
         manager.shutdown()
     finally:
-        subprocess.run(["ip", "link", "set", msa["veth"], "up"], check=False)
+        subprocess.run(["ip", "link", "set", msa["veth"], "up"], check=False, timeout=20)
         if manager is not None:
             manager.close()
         server.send_signal(signal.SIGTERM)
@@ -266,7 +266,7 @@ def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lo
             server.wait(timeout=20)
         if server.poll() is None:
             server.kill()
-            server.wait()
+            server.wait(timeout=30)
     kinds = [e[0] for e in events]
     assert kinds == ["cut", "down", "restored", "back"], events
     counts = store.counts()
@@ -286,7 +286,7 @@ def test_staging_inputs_in_outputs_back_before_completion(ssh_testbed: SshTestbe
     from metasched.runtime.metaqueue.workflow import read_workflow
 
     slurm_conf = os.environ.get("SLURM_CONF")
-    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False).returncode != 0:
+    if not slurm_conf or subprocess.run(["squeue", "-h"], capture_output=True, check=False, timeout=20).returncode != 0:
         pytest.skip("Slurm not available (scripts/testbed/up starts it as root; SLURM_CONF unset)")
     wf = tmp_path / "wf"
     (wf / "data").mkdir(parents=True)
@@ -358,7 +358,7 @@ def test_staging_inputs_in_outputs_back_before_completion(ssh_testbed: SshTestbe
             server.wait(timeout=20)
         if server.poll() is None:
             server.kill()
-            server.wait()
+            server.wait(timeout=30)
     states = {j["name"]: (j["state"], j["exit_code"]) for j in store.jobs()}
     assert states == {name: ("done", 0) for name in ("j0", "j1", "j2", "final")}, states
     for i in range(3):

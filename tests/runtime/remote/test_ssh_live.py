@@ -181,7 +181,7 @@ def test_cut_link_marks_site_down_and_others_carry_on(ssh_testbed: SshTestbed, n
     b = SshRunner(ssh_testbed.target("msb"))
     try:
         assert a.run("true").ok and b.run("true").ok
-        subprocess.run(["bash", str(SCRIPT), "cut", "msa"], check=True)
+        subprocess.run(["bash", str(SCRIPT), "cut", "msa"], check=True, timeout=60)
         try:
             with pytest.raises((CommandTimeout, SiteUnreachable)):
                 a.run("true", timeout_s=2.0)
@@ -190,7 +190,7 @@ def test_cut_link_marks_site_down_and_others_carry_on(ssh_testbed: SshTestbed, n
                 a.run("true", timeout_s=2.0)
             assert b.run("hostname -I").stdout.split()[0] == "10.77.2.2"
         finally:
-            subprocess.run(["bash", str(SCRIPT), "restore", "msa"], check=True)
+            subprocess.run(["bash", str(SCRIPT), "restore", "msa"], check=True, timeout=60)
         deadline = time.monotonic() + 20
         while True:
             try:
