@@ -10,6 +10,7 @@ import pytest
 from metasched.runtime.manager import SiteConfig, SiteManager, load_sites
 from metasched.runtime.metaqueue.records import StoreError
 from metasched.runtime.metaqueue.store import JobSpec, Store
+from tests.runtime.conftest import have
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -78,3 +79,93 @@ def test_a_site_that_is_down_does_not_stop_the_others(
     assert {j["site"] for j in store.jobs()} == {"local"}
     assert store.placeholders("cluster") == []
     assert "site cluster unavailable" in caplog.text and "Unable to contact slurm controller" in caplog.text
+
+
+# --- a broken site (issue 33): back off, mark it down with the reason, keep the others going, stop when stranded
+
+
+def _broken_slurm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str) -> None:
+    """The real ``sbatch`` of the testbed with a SLURM_CONF it cannot use: ``garbage`` (refused at once) or
+    ``missing`` (sbatch retries for a minute: our command timeout ends each try)."""
+    if not have("sbatch", "squeue", "scancel"):
+        pytest.skip("Slurm client commands not installed (scripts/testbed/up provides them)")
+    conf = tmp_path / "slurm.conf"
+    if how == "garbage":
+        conf.write_text("this is not a slurm.conf\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+
+
+def _scripts(workdir: Path) -> list[Path]:
+    return sorted(workdir.rglob("*.sh"))
+
+
+def test_broken_site_backs_off_and_is_marked_down_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rounds every second for 120 s of a site whose sbatch always fails: tries at 0, 2 and 6 s (back-off 2, 4),
+    down after the third failure, then one try per DOWN_RETRY_S (300 s): 3 tries, not 120, and no script left."""
+    _broken_slurm(monkeypatch, tmp_path, "garbage")
+    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=10)
+    store.submit([JobSpec("true", name=f"j{i}") for i in range(2)])
+    cfg = SiteConfig(name="cluster", adapter="slurm", queue="siteA", limit=2, initial=2)
+    manager = SiteManager(store, [cfg], db_url="sqlite://", workdir=tmp_path / "ph")
+    assert (manager.BACKOFF_BASE_S, manager.DOWN_AFTER, manager.DOWN_RETRY_S) == (2.0, 3, 300.0)
+    t0 = 1_000_000.0
+    states = []
+    for k in range(120):
+        manager.tick(now=t0 + k)
+        states.append(manager.health()["cluster"]["state"])
+    tries = [r for r in caplog.records if "site cluster unavailable" in r.getMessage()]
+    assert len(tries) == 3, [r.getMessage() for r in tries]
+    assert states[:6] == ["up"] * 6 and states[6:] == ["down"] * 114  # down from the third failure (t = 6 s)
+    (row,) = store.sites()
+    reach = row["config"]["reach"]
+    assert reach["state"] == "down" and reach["since"] == t0 + 6
+    assert "sbatch" in reach["error"] and "slurm.conf" in reach["error"]
+    assert _scripts(tmp_path / "ph") == []  # the script of each failed try is removed
+    manager.tick(now=t0 + 6 + 300)  # a down site is retried rarely
+    assert len([r for r in caplog.records if "site cluster unavailable" in r.getMessage()]) == 4
+    assert store.placeholders("cluster") == []
+    store.close()
+
+
+def test_until_idle_ends_when_the_only_work_left_needs_a_down_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _broken_slurm(monkeypatch, tmp_path, "garbage")
+    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
+    store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=10)
+    store.submit([JobSpec("true", name="a"), JobSpec("true", name="b", after=["a"])])
+    cfg = SiteConfig(name="cluster", adapter="slurm", queue="siteA", limit=1)
+    manager = SiteManager(store, [cfg], db_url="sqlite://", workdir=tmp_path / "ph", backoff_base_s=0.05)
+    why = manager.run(interval_s=0.05, until_idle=True, max_s=60)
+    assert why.startswith("2 job(s) queued but every site is down (cluster: ") and "sbatch" in why
+    assert {j["state"] for j in store.jobs()} == {"queued"}  # nothing lost, nothing marked failed
+    assert _scripts(tmp_path / "ph") == []
+    store.close()
+
+
+@pytest.mark.parametrize("how", ["garbage", "missing"])
+def test_a_broken_real_slurm_site_beside_a_working_local_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The local site runs every job while the Slurm site fails (refused at once, or sbatch hanging until our
+    command timeout); the run ends, the Slurm site is down with sbatch's reason and left no scripts behind."""
+    _broken_slurm(monkeypatch, tmp_path, how)
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db, lease_s=10)
+    store.submit([JobSpec("sleep 1", name=f"j{i}") for i in range(8)])
+    broken = SiteConfig(name="cluster", adapter="slurm", queue="siteA", limit=2, command_timeout_s=2)
+    local = SiteConfig(name="local", adapter="local", limit=1, idle_cancel_s=0)
+    manager = SiteManager(store, [broken, local], db_url=db, workdir=tmp_path / "ph", backoff_base_s=0.1)
+    why = manager.run(interval_s=0.1, until_idle=True, max_s=120)
+    assert why == "no job queued or running"
+    assert {(j["state"], j["site"]) for j in store.jobs()} == {("done", "local")}
+    assert store.placeholders("cluster") == [] and _scripts(tmp_path / "ph" / "cluster") == []
+    health = manager.health()
+    assert health["local"]["state"] == "up"
+    assert health["cluster"]["state"] == "down" and "sbatch" in str(health["cluster"]["last_error"])
+    store.close()

@@ -13,6 +13,7 @@ from metasched.cli.main import app
 
 if TYPE_CHECKING:
     from metasched.policy.claim import ClaimPolicy
+    from metasched.runtime.manager import SiteManager, Tally
 
 sites_app = typer.Typer(help="Sites and their placeholders.", no_args_is_help=True)
 app.add_typer(sites_app, name="sites")
@@ -169,20 +170,33 @@ def sites_run(
     token_file: Annotated[Path | None, typer.Option(help="Token file handed to placeholders.")] = None,
     lease: Annotated[float, typer.Option(help="Lease (s).")] = 60.0,
     interval: Annotated[float, typer.Option(help="Seconds between rounds.")] = 1.0,
-    until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop when no job is queued or running.")] = False,
+    until_idle: Annotated[
+        bool,
+        typer.Option(
+            "--until-idle",
+            help="Stop when no job is queued or running, or when the work left needs sites that are down.",
+        ),
+    ] = False,
+    progress_every: Annotated[
+        float,
+        typer.Option(help="Seconds between progress lines on stderr when it is not a terminal (0: no progress)."),
+    ] = 10.0,
     policy: PolicyOpt = "fcfs",
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """Keep placeholders in each site's queue (Trellis throttling), resubmitting vanished ones.
 
     ``--policy`` is the claim policy of placeholders talking to the database directly (with
-    ``--server``, the server's ``--policy`` decides).
+    ``--server``, the server's ``--policy`` decides). A site whose batch commands keep failing is
+    retried with back-off and marked down with the reason (``metasched sites list``, ``status``, the
+    dashboard); the others carry on. Ends with a summary of this run's jobs (done, failed, left, per
+    site); the exit status is 1 when any of them failed or was left undone.
     """
     import os
 
     claim_policy(policy)
     os.environ["METASCHED_POLICY"] = policy
-    from metasched.runtime.manager import SiteManager, load_licences, load_sites
+    from metasched.runtime.manager import RunTally, SiteManager, load_licences, load_sites
     from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 
     _logging(verbose)
@@ -205,15 +219,89 @@ def sites_run(
         raise KeyboardInterrupt(signal.Signals(sig).name)
 
     signal.signal(signal.SIGTERM, _stop)
+    tally = RunTally.start(store)
+    progress = _Progress(progress_every)
     try:
-        manager.run(interval_s=interval, until_idle=until_idle)
+        why = manager.run(interval_s=interval, until_idle=until_idle, on_round=progress)
     except KeyboardInterrupt as exc:
-        logging.getLogger("metasched.sites").warning(
-            "stopping on %s: cancelling this manager's placeholders", exc.args[0] if exc.args else "SIGINT"
-        )
+        why = f"stopped on {exc.args[0] if exc.args else 'SIGINT'}"
+        logging.getLogger("metasched.sites").warning("%s: cancelling this manager's placeholders", why)
         manager.shutdown()
     finally:
+        progress.close()
         manager.close()  # the SSH sites' master connections
+    result = tally.count(store)
+    _summary(manager, result, why)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+class _Progress:
+    """One line of progress on stderr: redrawn in place on a terminal, else a plain line every ``every_s``
+    seconds when something changed (logs and CI keep a readable trace)."""
+
+    def __init__(self, every_s: float) -> None:
+        import time
+
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = Console(stderr=True)
+        self.every_s = every_s
+        self.clock = time.monotonic
+        self.last_at = -float("inf")
+        self.last_text = ""
+        self.live: Live | None = None
+        if self.console.is_terminal and every_s > 0:
+            self.live = Live(console=self.console, transient=True, auto_refresh=False)
+            self.live.start()
+
+    def __call__(self, manager: SiteManager) -> None:
+        if self.every_s <= 0:
+            return
+        counts = manager.store.counts()
+        jobs = ", ".join(f"{k} {counts.get(k, 0)}" for k in ("done", "running", "queued", "failed", "dep_failed"))
+        sites = ", ".join(f"{name} {h['state']}" for name, h in manager.health().items())
+        text = f"sites run: jobs {jobs} | sites {sites}"
+        if self.live is not None:
+            from rich.text import Text
+
+            self.live.update(Text(text), refresh=True)
+        elif text != self.last_text and self.clock() - self.last_at >= self.every_s:
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            self.last_at, self.last_text = self.clock(), text
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+
+def _summary(manager: SiteManager, result: Tally, why: str) -> None:
+    """What the run did: why it stopped, its jobs by outcome, and per site the outcomes and whether it is up."""
+    from datetime import datetime
+
+    typer.echo(f"sites run: {why}")
+    typer.echo(f"jobs of this run: {result.line()}")
+    health = manager.health()
+    for name in sorted({*health, *result.by_site}):
+        per = result.by_site.get(name, {})
+        h = health.get(name)
+        if h is None:
+            where = "(no site: never started)" if name == "-" else "(not managed by this run)"
+        elif h["state"] == "down":
+            since = datetime.fromtimestamp(h["down_since"]).strftime("%H:%M:%S")
+            where = f"DOWN since {since}: {str(h['last_error']).splitlines()[0][:200]}"
+        else:
+            where = "up"
+        outcomes = " ".join(f"{k} {per[k]}" for k in ("done", "failed", "left", "cancelled") if per.get(k))
+        typer.echo(f"  {name:<16} {outcomes or 'no jobs':<28} {where}")
+    if not result.ok:
+        t = result.total
+        typer.echo(
+            f"error: {t.get('failed', 0)} job(s) failed and {t.get('left', 0)} left undone "
+            "(metasched status --state failed shows them)",
+            err=True,
+        )
 
 
 @sites_app.command("list")

@@ -58,17 +58,17 @@ import sys
 import time
 import tomllib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from metasched.policy.throttle import Throttle, TrellisThrottle
-from metasched.runtime.batch import REGISTRY, BatchAdapter, BatchError, PlaceholderSpec
+from metasched.runtime.batch import REGISTRY, BatchAdapter, BatchError, PlaceholderSpec, SiteDown
 from metasched.runtime.metaqueue.states import PlaceholderState
 from metasched.runtime.metaqueue.store import Store, StoreError, metasched_home
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb
-from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner
+from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner, SiteUnreachable
 from metasched.runtime.remote.ssh import SshRunner, SshTarget
 from metasched.runtime.remote.staging import (
     DEFAULT_STAGE_ROOT,
@@ -239,6 +239,13 @@ class _Site:
     no_ready_since: float | None = None
     down_since: float | None = None
     last_error: str | None = None
+    #: Failed rounds in a row, and the earliest instant of the next try (back-off, see :meth:`SiteManager.tick`).
+    failures: int = 0
+    next_try_at: float = 0.0
+
+    @property
+    def is_down(self) -> bool:
+        return self.down_since is not None
 
 
 class SiteManager:
@@ -246,6 +253,14 @@ class SiteManager:
 
     #: Concurrent submissions to one SSH site (channels of its master; sshd allows 10 by default).
     SUBMIT_PARALLEL = 8
+    #: A site whose batch commands fail is retried after 2, 4, 8, ... s (at most ``BACKOFF_CAP_S``); after
+    #: ``DOWN_AFTER`` failed rounds in a row it is *down* (with the reason, in the store) and retried every
+    #: ``DOWN_RETRY_S`` only. A site that cannot be reached at all (SSH) is down at once; its connection keeps
+    #: its own back-off (:class:`~metasched.runtime.remote.ssh.SshRunner`).
+    BACKOFF_BASE_S = 2.0
+    BACKOFF_CAP_S = 60.0
+    DOWN_AFTER = 3
+    DOWN_RETRY_S = 300.0
 
     def __init__(
         self,
@@ -258,8 +273,14 @@ class SiteManager:
         workdir: str | Path | None = None,
         lease_s: float | None = None,
         python: str = sys.executable,
+        backoff_base_s: float | None = None,
+        backoff_cap_s: float | None = None,
+        down_retry_s: float | None = None,
     ):
         self.store = store
+        self.backoff_base_s = self.BACKOFF_BASE_S if backoff_base_s is None else backoff_base_s
+        self.backoff_cap_s = self.BACKOFF_CAP_S if backoff_cap_s is None else backoff_cap_s
+        self.down_retry_s = self.DOWN_RETRY_S if down_retry_s is None else down_retry_s
         self.db_url = db_url
         self.server = server
         self.token_file = token_file
@@ -351,20 +372,51 @@ class SiteManager:
         counts = self.store.counts()
         ready = counts.get("ready", 0)
         for site in self.sites:
+            if now < site.next_try_at:
+                continue  # backing off after failures: no batch command this round
+            ok_before = site.adapter.ok_commands
             try:
                 self._reach(site)
                 self._tick_site(site, now, ready)
-                if site.down_since is not None:
-                    log.warning("site %s is back", site.cfg.name)
-                    site.down_since = None
-                    site.last_error = None
-                    self._publish(site)
             except (BatchError, CommandError) as exc:
-                site.last_error = str(exc)
-                if site.down_since is None:
-                    site.down_since = now
-                    self._publish(site)
-                log.warning("site %s unavailable: %s", site.cfg.name, exc)
+                self._failed(site, exc, now)
+            else:
+                # A round that ran no batch command proves nothing: a down site stays down until one succeeds
+                # (an SSH site's reached master is proof enough).
+                if site.adapter.ok_commands > ok_before or isinstance(site.runner, SshRunner):
+                    self._succeeded(site)
+
+    def _failed(self, site: _Site, exc: Exception, now: float) -> None:
+        """Count a failed round, schedule the next try, and mark the site down once failures repeat."""
+        site.failures += 1
+        site.last_error = str(exc)
+        unreachable = isinstance(exc, SiteDown | SiteUnreachable)
+        if not site.is_down and (unreachable or site.failures >= self.DOWN_AFTER):
+            site.down_since = now
+            self._publish(site)
+            log.warning(
+                "site %s is down after %d failed round(s) (the other sites carry on): %s",
+                site.cfg.name,
+                site.failures,
+                exc,
+            )
+        if unreachable:
+            delay = 0.0  # the SSH runner's own back-off paces the reconnects
+        elif site.is_down:
+            delay = self.down_retry_s
+        else:
+            delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (site.failures - 1))
+        site.next_try_at = now + delay
+        log.warning("site %s unavailable: %s (next try in %.0f s)", site.cfg.name, exc, delay)
+
+    def _succeeded(self, site: _Site) -> None:
+        site.failures = 0
+        site.next_try_at = 0.0
+        if site.is_down:
+            log.warning("site %s is back", site.cfg.name)
+            site.down_since = None
+            site.last_error = None
+            self._publish(site)
 
     def _site_info(self, site: _Site) -> dict[str, Any]:
         cfg = site.cfg
@@ -520,6 +572,17 @@ class SiteManager:
         counts = self.store.counts()
         return counts.get("queued", 0) == 0 and counts.get("running", 0) == 0
 
+    def stranded(self) -> str | None:
+        """Why the work left cannot go on, or ``None``: jobs are queued, none runs, no placeholder is
+        active at a site that is up, and every site is down (the reason names them and their errors)."""
+        if not self.sites or not all(site.is_down for site in self.sites):
+            return None
+        counts = self.store.counts()
+        if counts.get("queued", 0) == 0 or counts.get("running", 0) > 0:
+            return None
+        down = "; ".join(f"{site.cfg.name}: {(site.last_error or '?').splitlines()[0][:200]}" for site in self.sites)
+        return f"{counts['queued']} job(s) queued but every site is down ({down})"
+
     def shutdown(self) -> None:
         """Cancel every active placeholder we know of."""
         for site in self.sites:
@@ -531,18 +594,104 @@ class SiteManager:
             for p in active:
                 self.store.update_placeholder(p["id"], state="cancelled", ended_at=time.time())
 
-    def run(self, *, interval_s: float = 1.0, until_idle: bool = False, max_s: float | None = None) -> None:
+    def run(
+        self,
+        *,
+        interval_s: float = 1.0,
+        until_idle: bool = False,
+        max_s: float | None = None,
+        on_round: Callable[[SiteManager], None] | None = None,
+    ) -> str:
+        """Rounds of :meth:`tick` until stopped; returns why it stopped. ``until_idle``: stop when no job is
+        queued or running, or when the only work left needs sites that are down. ``on_round`` is called
+        after each round (progress display)."""
         t0 = time.time()
         try:
             while True:
                 self.tick()
+                if on_round is not None:
+                    on_round(self)
                 if until_idle and self.is_idle():
-                    log.info("no job queued or running: stopping (--until-idle)")
-                    break
+                    why = "no job queued or running"
+                    log.info("%s: stopping (--until-idle)", why)
+                    return why
+                if until_idle and (why_stranded := self.stranded()) is not None:
+                    log.warning("%s: stopping (--until-idle)", why_stranded)
+                    return why_stranded
                 if max_s is not None and time.time() - t0 > max_s:
                     log.info("ran for %.0f s: stopping", max_s)
-                    break
+                    return f"ran for {max_s:.0f} s"
                 time.sleep(interval_s)
         finally:
             if until_idle:
                 self.shutdown()
+
+
+@dataclass(slots=True)
+class RunTally:
+    """The jobs of one ``sites run``: those open (queued or running) when it started and those submitted
+    since; :meth:`count` tallies them by outcome and site. Jobs that had ended before the run are not
+    its business (a failure of yesterday must not fail today's run)."""
+
+    open_at_start: frozenset[int]
+    last_id_at_start: int
+
+    @classmethod
+    def start(cls, store: Store) -> RunTally:
+        from sqlalchemy import func, select
+
+        from metasched.runtime.metaqueue.models import JobRow
+
+        with store.engine.connect() as conn:
+            last = conn.execute(select(func.max(JobRow.id))).scalar() or 0
+            open_ids = conn.execute(select(JobRow.id).where(JobRow.state.in_(["queued", "running"]))).scalars()
+            return cls(frozenset(int(i) for i in open_ids), int(last))
+
+    def count(self, store: Store) -> Tally:
+        from sqlalchemy import select
+
+        from metasched.runtime.metaqueue.models import JobRow
+
+        first = min(self.open_at_start, default=self.last_id_at_start + 1)
+        tally = Tally()
+        with store.engine.connect() as conn:
+            rows = conn.execute(select(JobRow.id, JobRow.state, JobRow.site).where(JobRow.id >= first))
+            for job_id, state, site in rows:
+                if job_id in self.open_at_start or job_id > self.last_id_at_start:
+                    tally.add(str(state), site)
+        return tally
+
+
+#: How a job of the run counts: done, failed (its own failure or a dependency's), left (not ended), cancelled.
+OUTCOME = {
+    "done": "done",
+    "failed": "failed",
+    "dep_failed": "failed",
+    "queued": "left",
+    "running": "left",
+    "cancelled": "cancelled",
+}
+
+
+@dataclass(slots=True)
+class Tally:
+    """Jobs by outcome (see :data:`OUTCOME`), overall and per site (jobs that never ran count under ``-``)."""
+
+    total: dict[str, int] = field(default_factory=dict)
+    by_site: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, state: str, site: str | None) -> None:
+        outcome = OUTCOME.get(state, state)
+        self.total[outcome] = self.total.get(outcome, 0) + 1
+        per = self.by_site.setdefault(site or "-", {})
+        per[outcome] = per.get(outcome, 0) + 1
+
+    @property
+    def ok(self) -> bool:
+        """No job of the run failed and none was left undone."""
+        return not self.total.get("failed") and not self.total.get("left")
+
+    def line(self) -> str:
+        t = self.total
+        text = f"done {t.get('done', 0)}, failed {t.get('failed', 0)}, left {t.get('left', 0)}"
+        return text + (f", cancelled {t['cancelled']}" if t.get("cancelled") else "")

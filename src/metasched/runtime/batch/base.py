@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -75,6 +76,8 @@ class BatchAdapter(ABC):
         self.setup = list(setup)
         #: Where the batch commands run: this machine, or a site reached over SSH (issue 9).
         self.runner: CommandRunner = runner if runner is not None else LocalRunner()
+        #: Commands that exited 0 so far: the site manager calls a site back up only on such evidence.
+        self.ok_commands = 0
 
     def run(self, argv: Sequence[str], *, check: bool = True, input: str | None = None) -> CommandResult:
         """Run one batch command through the site's runner: logged, time-limited; raises
@@ -91,6 +94,8 @@ class BatchAdapter(ABC):
             raise BatchError(str(exc)) from None
         res = CommandResult(argv, out.returncode, out.stdout, out.stderr, out.elapsed_s)
         log.debug("%s [%s] -> %s in %.2fs", shown, self.runner.target, out.returncode, res.elapsed_s)
+        if out.returncode == 0:
+            self.ok_commands += 1
         if check and out.returncode != 0:
             raise BatchError(f"{shown} exited {out.returncode}: {(out.stderr or out.stdout).strip()[:500]}")
         return res
@@ -111,6 +116,17 @@ class BatchAdapter(ABC):
         write = 'mkdir -p "$(dirname "$1")" && cat > "$1" && chmod 755 "$1"'
         self.run(["sh", "-c", write, "sh", str(path)], input="\n".join(body))
         return path
+
+    @contextmanager
+    def discarding(self, path: Path) -> Iterator[None]:
+        """Remove the placeholder script ``path`` if the submission in the block fails (a site that keeps
+        refusing submissions must not collect a script per try); the error goes on."""
+        try:
+            yield
+        except BatchError:
+            with suppress(BatchError):
+                self.run(["rm", "-f", str(path)], check=False)
+            raise
 
     @abstractmethod
     def submit(self, spec: PlaceholderSpec) -> str:

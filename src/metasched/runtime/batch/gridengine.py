@@ -62,10 +62,11 @@ class GridEngineAdapter(BatchAdapter):
         if spec.wall_time_s:
             d.append(f"#$ -l h_rt={math.ceil(spec.wall_time_s)}")
         path = self.script(spec, d)
-        out = self.run(["qsub", "-terse", *self.extra_args, str(path)]).stdout.strip()
-        batch_id = out.split(".")[0]
-        if not batch_id.isdigit():
-            raise BatchError(f"qsub answered {out!r}, expected a job id")
+        with self.discarding(path):
+            out = self.run(["qsub", "-terse", *self.extra_args, str(path)]).stdout.strip()
+            batch_id = out.split(".")[0]
+            if not batch_id.isdigit():
+                raise BatchError(f"qsub answered {out!r}, expected a job id")
         return batch_id
 
     @classmethod

@@ -61,9 +61,10 @@ class PbsAdapter(BatchAdapter):
             s = math.ceil(spec.wall_time_s)
             d.append(f"#PBS -l walltime={s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}")
         path = self.script(spec, d)
-        out = self.run(["qsub", *self.extra_args, str(path)]).stdout.strip()
-        if not out or not out.split(".")[0].rstrip("[]").isdigit():
-            raise BatchError(f"qsub answered {out!r}, expected a job id like 123.server")
+        with self.discarding(path):
+            out = self.run(["qsub", *self.extra_args, str(path)]).stdout.strip()
+            if not out or not out.split(".")[0].rstrip("[]").isdigit():
+                raise BatchError(f"qsub answered {out!r}, expected a job id like 123.server")
         return out
 
     @classmethod

@@ -60,10 +60,11 @@ class SlurmAdapter(BatchAdapter):
         if spec.mem_mb:
             d.append(f"#SBATCH --mem={spec.mem_mb}M")
         path = self.script(spec, d)
-        out = self.run(["sbatch", "--parsable", *self.extra_args, str(path)]).stdout.strip()
-        batch_id = out.split(";")[0].strip()
-        if not batch_id.isdigit():
-            raise BatchError(f"sbatch answered {out!r}, expected a job id")
+        with self.discarding(path):
+            out = self.run(["sbatch", "--parsable", *self.extra_args, str(path)]).stdout.strip()
+            batch_id = out.split(";")[0].strip()
+            if not batch_id.isdigit():
+                raise BatchError(f"sbatch answered {out!r}, expected a job id")
         return batch_id
 
     @classmethod
