@@ -151,6 +151,8 @@ def test_dashboard_in_headless_chromium(server: tuple[str, str, Store], tmp_path
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
     url, token, store = server
     name = fill(store, time.time() - 60)
+    down = {"state": "down", "since": time.time() - 30, "error": "sbatch: error: Unable to process slurm.conf"}
+    store.upsert_site("broken", "slurm", {"reach": down}, {})  # as the site manager records a down site
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
@@ -168,6 +170,8 @@ def test_dashboard_in_headless_chromium(server: tuple[str, str, Store], tmp_path
         assert "running" in merge_row and "fast" in merge_row
         sites = page.inner_text("#sites")
         assert "slow" in sites and "increase=1" in sites and "running=1 submitted=1" in sites
+        broken_row = page.locator("#sites tr", has_text="broken").inner_text()
+        assert "down since" in broken_row and "Unable to process slurm.conf" in broken_row
         assert "ph-slow-2" in page.inner_text("#placeholders")
         # the server's claim policy and the licence use (merge holds one matlab copy at fast)
         assert page.inner_text("#policy") == "claim policy: completion-time"

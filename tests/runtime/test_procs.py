@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,12 @@ def test_a_server_that_dies_while_starting_is_reported_with_its_output(tmp_path:
 
 
 def test_stop_kills_what_ignores_sigterm(tmp_path: Path) -> None:
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(600)"
+    code = "import signal as s, time; s.signal(s.SIGTERM, s.SIG_IGN); print('ready', flush=True); time.sleep(600)"
     log = tmp_path / "p.log"
     proc = start_logged([sys.executable, "-c", code], os.environ, log)
+    deadline = time.monotonic() + 60
     while "ready" not in log.read_text():
-        assert proc.poll() is None
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
     stop(proc, grace_s=1)
     assert proc.returncode is not None and proc.returncode < 0

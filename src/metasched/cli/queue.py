@@ -125,6 +125,10 @@ def _table(store: Store, states: list[str], site: str | None, name: str | None, 
     table = Table(title=f"metaqueue  {summary}", title_justify="left")
     for col in ("id", "name", "state", "cpus", "site", "attempts", "exit", "submitted", "started", "ended", "reason"):
         table.add_column(col, overflow="fold")
+    down = _down_sites(store)
+    if down:
+        table.caption = "\n".join(f"site {n} is DOWN: {why}" for n, why in sorted(down.items()))
+        table.caption_justify = "left"
     rows: list[dict[str, Any]] = store.jobs(states=states, site=site, name_like=name)
     if limit and len(rows) > limit:
         rows = rows[-limit:]
@@ -135,7 +139,7 @@ def _table(store: Store, states: list[str], site: str | None, name: str | None, 
             r["name"] or "",
             f"[{STATE_STYLE.get(st, '')}]{st}[/]",
             str(r["cpus"]),
-            r["site"] or "",
+            (r["site"] or "") + (" [red](down)[/]" if r["site"] in down else ""),
             str(r["attempts"]),
             "" if r["exit_code"] is None else str(r["exit_code"]),
             _fmt_t(r["submit_at"]),
@@ -144,6 +148,17 @@ def _table(store: Store, states: list[str], site: str | None, name: str | None, 
             r["reason"] or "",
         )
     return table
+
+
+def _down_sites(store: Store) -> dict[str, str]:
+    """Sites the site manager marked down, with since when and why (``metasched sites run`` records it)."""
+    out = {}
+    for s in store.sites():
+        reach = (s["config"] or {}).get("reach") or {}
+        if reach.get("state") == "down":
+            since = f"since {_fmt_t(reach['since'])}: " if reach.get("since") else ""
+            out[s["name"]] = since + str(reach.get("error") or "unreachable").splitlines()[0]
+    return out
 
 
 @app.command()

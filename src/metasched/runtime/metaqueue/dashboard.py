@@ -84,6 +84,7 @@ def snapshot(store: Store, *, max_jobs: int = MAX_JOBS, now: float) -> dict[str,
             "decisions": {},
             "running_jobs": 0,
             "done_jobs": 0,
+            "reach": (s["config"] or {}).get("reach"),  # up/down, since, error: set by the site manager
         }
         for s in store.sites()
     }

@@ -36,6 +36,13 @@ function fmtDur(s) {
   return (s / 3600).toFixed(1) + " h";
 }
 
+// A site's state as the site manager recorded it: "up", or "down since HH:MM:SS: why" in red.
+function reach(r) {
+  if (!r || r.state !== "down") return r ? r.state : "";
+  const since = r.since ? " since " + new Date(r.since * 1000).toLocaleTimeString() : "";
+  return { text: "down" + since + (r.error ? ": " + r.error : ""), cls: "st-failed" };
+}
+
 function table(id, head, rows) {
   const t = document.getElementById(id);
   t.replaceChildren();
@@ -154,9 +161,10 @@ function render(data) {
           { text: String(l.held), cls: l.copies != null && l.held >= l.copies ? "full" : "" },
           l.copies ?? "none",
           Object.entries(l.sites).map(([s, [n, cap]]) => s + " " + n + "/" + (cap ?? "-")).join("  ")]));
-  table("sites", ["site", "adapter", "target", "placeholders", "throttle decisions", "running jobs", "done jobs"],
-        data.sites.map(s => [s.name, s.adapter, s.target ?? "", kv(s.placeholders), kv(s.decisions),
-                             s.running_jobs, s.done_jobs]));
+  table("sites", ["site", "state", "adapter", "target", "placeholders", "throttle decisions", "running jobs",
+                   "done jobs"],
+        data.sites.map(s => [s.name, reach(s.reach), s.adapter, s.target ?? "", kv(s.placeholders),
+                             kv(s.decisions), s.running_jobs, s.done_jobs]));
   const active = data.placeholders.filter(p => ["submitted", "queued", "running"].includes(p.state));
   const ended = data.placeholders.filter(p => !active.includes(p)).slice(-50);
   table("placeholders", ["placeholder", "site", "batch id", "state", "queued for", "decision", "jobs run"],
