@@ -210,9 +210,18 @@ def sites_run(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     url = db or default_url()
-    manager = SiteManager(
-        store, configs, db_url=url, server=server_url, token_file=str(token_file) if token_file else None, lease_s=lease
-    )
+    try:
+        manager = SiteManager(
+            store,
+            configs,
+            db_url=url,
+            server=server_url,
+            token_file=str(token_file) if token_file else None,
+            lease_s=lease,
+        )
+    except StoreError as exc:  # e.g. another manager holds one of these sites
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     import signal
 
     def _stop(sig: int, _frame: object) -> None:

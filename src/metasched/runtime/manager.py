@@ -229,6 +229,113 @@ def load_licences(path: str | Path | None) -> dict[str, int]:
     return dict(raw)
 
 
+class SiteLocks:
+    """One site manager per site and database: a second manager of the same site is refused, naming the holder.
+
+    Two managers of one site would each count the other's placeholders as theirs, cancel them when idle
+    and stop them at shutdown (their jobs then run again elsewhere). So :meth:`acquire` takes, per site,
+    a lock the operating system or the database server drops when its holder dies, even by ``kill -9``:
+    on PostgreSQL a session advisory lock (``pg_try_advisory_lock``) on a connection of its own, whose
+    ``application_name`` names the holder; on SQLite an ``flock`` on ``DB.site-NAME.lock`` next to the
+    database, holding the same description. A dead holder's lock is free at once (its session or file
+    closes with it), so a restarted manager takes over; the lock is retried for ``wait_s`` so a restart
+    right after a crash does not race the server noticing the dead session. Managers of *different*
+    sites share a database freely.
+    """
+
+    def __init__(self, store: Store, sites: Sequence[str], *, wait_s: float = 5.0) -> None:
+        import socket
+        from datetime import datetime
+
+        self.holder = (
+            f"metasched sites run pid {os.getpid()} on {socket.gethostname()} "
+            f"since {datetime.now().strftime('%Y-%m-%d %H:%M:%S')}"
+        )
+        self.store = store
+        self._files: list[Any] = []
+        self._conn: Any = None
+        self._engine: Any = None
+        deadline = time.monotonic() + wait_s
+        try:
+            for name in sites:
+                while (held_by := self._try(name)) is not None:
+                    if time.monotonic() >= deadline:
+                        raise StoreError(
+                            f"site {name!r} is already managed by {held_by} on this database; stop that manager "
+                            "first, or give this one other sites (one site manager per site)"
+                        )
+                    time.sleep(0.2)
+        except BaseException:
+            self.release()
+            raise
+
+    @staticmethod
+    def key(site: str) -> int:
+        """The site's advisory-lock key: 64 bits of a hash of a fixed prefix and its name, as a signed bigint."""
+        import hashlib
+
+        digest = hashlib.blake2b(f"metasched-site-manager:{site}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big", signed=True)
+
+    def _try(self, site: str) -> str | None:
+        """Take the lock of ``site``; ``None`` when taken, else a description of its holder."""
+        url = self.store.engine.url
+        if self.store.is_postgres:
+            from sqlalchemy import create_engine, text
+            from sqlalchemy.pool import NullPool
+
+            if self._conn is None:
+                self._engine = create_engine(url, poolclass=NullPool)
+                self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                self._conn.execute(text("SELECT set_config('application_name', :n, false)"), {"n": self.holder[:63]})
+            key = self.key(site)
+            if self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
+                return None
+            unsigned = key & 0xFFFFFFFFFFFFFFFF
+            row = self._conn.execute(
+                text(
+                    "SELECT a.application_name, a.client_addr, a.pid FROM pg_locks l "
+                    "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+                    "AND l.classid = :hi AND l.objid = :lo AND l.objsubid = 1"
+                ),
+                {"hi": unsigned >> 32, "lo": unsigned & 0xFFFFFFFF},
+            ).first()
+            if row is None:
+                return "another manager (its session ended just now?)"
+            return f"{row[0] or 'an unnamed session'} (server backend {row[2]}, client {row[1] or 'local'})"
+        path = url.database
+        if not path or path == ":memory:":
+            return None  # a private database: no other manager can reach it
+        import fcntl
+
+        lock_path = Path(f"{path}.site-{site}.lock")
+        f = open(lock_path, "a+")  # noqa: SIM115 - held open as long as the lock
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            held_by = f.read().strip() or "another manager"
+            f.close()
+            return f"{held_by} (lock file {lock_path})"
+        f.seek(0)
+        f.truncate()
+        f.write(self.holder + "\n")
+        f.flush()
+        self._files.append(f)
+        return None
+
+    def release(self) -> None:
+        for f in self._files:
+            f.close()
+        self._files.clear()
+        if self._conn is not None:
+            self._conn.close()  # ends the session: its advisory locks go with it
+            self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+
 @dataclass(slots=True)
 class _Site:
     cfg: SiteConfig
@@ -276,6 +383,7 @@ class SiteManager:
         backoff_base_s: float | None = None,
         backoff_cap_s: float | None = None,
         down_retry_s: float | None = None,
+        lock_wait_s: float = 5.0,
     ):
         self.store = store
         self.backoff_base_s = self.BACKOFF_BASE_S if backoff_base_s is None else backoff_base_s
@@ -288,6 +396,8 @@ class SiteManager:
         self.lease_s = lease_s if lease_s is not None else store.lease_s
         self.python = python
         self.sites: list[_Site] = []
+        #: Held until :meth:`close`: a second manager of one of these sites on this database is refused.
+        self.locks = SiteLocks(store, [cfg.name for cfg in configs], wait_s=lock_wait_s)
         for cfg in configs:
             runner: CommandRunner = SshRunner(cfg.ssh) if cfg.ssh is not None else LocalRunner()
             if cfg.workdir is not None:
@@ -460,9 +570,10 @@ class SiteManager:
         return out
 
     def close(self) -> None:
-        """Stop the SSH master connections."""
+        """Stop the SSH master connections and let another manager take these sites."""
         for site in self.sites:
             site.runner.close()
+        self.locks.release()
 
     def stage_root(self, cfg: SiteConfig) -> str:
         """Where staged jobs run on the site (relative = under the login's home, as the job wrapper assumes)."""

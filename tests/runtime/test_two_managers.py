@@ -1,0 +1,68 @@
+"""Two site managers on one database (issue 33): the second manager of a site is refused, saying who holds
+it; once the holder is killed (-9) a new manager takes over at once; no job runs twice. Real processes, on
+SQLite and on PostgreSQL (a fresh database per test)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from metasched.runtime.manager import SiteConfig, SiteManager
+from metasched.runtime.metaqueue.records import StoreError
+from metasched.runtime.metaqueue.store import JobSpec, Store
+from tests.runtime.procs import start_logged, stop
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def test_second_manager_of_a_site_is_refused_and_takes_over_from_a_killed_one(tmp_path: Path, db_url: str) -> None:
+    env = {**os.environ, "PYTHONPATH": SRC, "METASCHED_HOME": str(tmp_path / "home")}
+    ledger = tmp_path / "ledger"
+    store = Store.open(db_url, lease_s=10)
+    store.submit([JobSpec(f"echo {i} >> {ledger}; sleep 0.5", name=f"j{i}") for i in range(12)])
+    (tmp_path / "sites.toml").write_text('[sites.here]\nadapter = "local"\nlimit = 2\ninitial = 2\nidle_cancel = 0\n')
+    run = [sys.executable, "-m", "metasched", "sites", "run", "--config", str(tmp_path / "sites.toml")]
+    run += ["--db", db_url, "--interval", "0.2", "--progress-every", "0"]
+    first = start_logged(run, env, tmp_path / "first.log")
+    try:
+        deadline = time.monotonic() + 120
+        while not ledger.exists():  # the first manager's placeholders are running jobs
+            assert first.poll() is None, (tmp_path / "first.log").read_text()
+            assert time.monotonic() < deadline, "the first manager ran no job in 120 s"
+            time.sleep(0.1)
+        second = subprocess.run([*run, "--until-idle"], env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, second.stderr
+        (line,) = second.stderr.strip().splitlines()
+        assert line.startswith("error: site 'here' is already managed by metasched sites run pid ")
+        assert f"pid {first.pid} on " in line and "one site manager per site" in line
+        first.send_signal(signal.SIGKILL)  # no shutdown: its session or lock file is left to the system
+        first.wait(timeout=30)
+        third = subprocess.run([*run, "--until-idle"], env=env, capture_output=True, text=True, timeout=240)
+        assert third.returncode == 0, third.stdout + third.stderr
+    finally:
+        stop(first)
+    assert {j["state"] for j in store.jobs()} == {"done"}
+    started = Counter(ledger.read_text().split())
+    assert started == Counter({str(i): 1 for i in range(12)}), "a job ran twice (or not at all)"
+    done = Counter(e["job_id"] for e in store.events() if e["kind"] == "done")
+    assert set(done.values()) == {1}
+    store.close()
+
+
+def test_managers_of_different_sites_share_a_database(tmp_path: Path, db_url: str) -> None:
+    store = Store.open(db_url)
+    a = SiteManager(store, [SiteConfig(name="a")], db_url=db_url, workdir=tmp_path / "ph", lock_wait_s=0)
+    b = SiteManager(store, [SiteConfig(name="b")], db_url=db_url, workdir=tmp_path / "ph", lock_wait_s=0)
+    with pytest.raises(StoreError, match="site 'a' is already managed by metasched sites run pid"):
+        SiteManager(store, [SiteConfig(name="c"), SiteConfig(name="a")], db_url=db_url, lock_wait_s=0.3)
+    a.close()
+    SiteManager(store, [SiteConfig(name="c"), SiteConfig(name="a")], db_url=db_url, lock_wait_s=0).close()
+    b.close()
+    store.close()
