@@ -25,10 +25,10 @@ import httpx
 import pytest
 
 from metasched.runtime.metaqueue.store import Store
-from tests.runtime.conftest import PG_URL, have, pg_database
+from tests.runtime.conftest import have, pg_database
 from tests.runtime.lattice import lattice
 
-pytestmark = [pytest.mark.live, pytest.mark.slow]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
@@ -50,9 +50,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[str]:
-    if PG_URL:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Both backends (issue 33: the fault-tolerance proof holds on PostgreSQL too); a fresh database each."""
+    if request.param == "postgresql":
         yield from pg_database()
     else:
         yield f"sqlite:///{tmp_path / 'mq.db'}"

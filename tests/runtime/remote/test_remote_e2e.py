@@ -28,7 +28,7 @@ from tests.runtime.lattice import lattice
 
 from .conftest import SshTestbed, restricted_key
 
-pytestmark = [pytest.mark.live, pytest.mark.slow]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 
