@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 
+from metasched.runtime.batch import BatchError
+from metasched.runtime.batch.gridengine import GridEngineAdapter
+from metasched.runtime.batch.pbs import PbsAdapter
+from metasched.runtime.batch.slurm import SlurmAdapter
 from metasched.runtime.manager import SiteConfig, SiteManager, load_sites
 from metasched.runtime.metaqueue.records import StoreError
+from metasched.runtime.metaqueue.states import PlaceholderState
 from metasched.runtime.metaqueue.store import JobSpec, Store
 from tests.runtime.conftest import have
 
@@ -169,3 +175,48 @@ def test_a_broken_real_slurm_site_beside_a_working_local_one(
     assert health["local"]["state"] == "up"
     assert health["cluster"]["state"] == "down" and "sbatch" in str(health["cluster"]["last_error"])
     store.close()
+
+
+def test_a_failing_squeue_is_an_error_not_vanished_placeholders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """squeue answering "Invalid job id" means Slurm forgot the job (sacct then decides); squeue failing for any
+    other reason means the states are unknown: the placeholders must not be declared vanished (and replaced)."""
+    if not (os.environ.get("SLURM_CONF") and have("squeue", "sacct")):
+        pytest.skip("Slurm not available (scripts/testbed/up starts it; SLURM_CONF unset)")
+    adapter = SlurmAdapter(queue="siteA", workdir=tmp_path)
+    assert adapter.poll(["999999"]) == {"999999": PlaceholderState.VANISHED}
+    _broken_slurm(monkeypatch, tmp_path, "garbage")
+    with pytest.raises(BatchError, match="squeue exited 1: squeue: error: Parse error"):
+        adapter.poll(["999999"])
+
+
+def test_a_failing_qstat_is_an_error_not_vanished_placeholders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not (os.environ.get("SGE_ROOT") and have("qstat", "qacct")):
+        pytest.skip("Grid Engine not available (scripts/testbed/up starts it; SGE_ROOT unset)")
+    adapter = GridEngineAdapter(queue="siteA.q", workdir=tmp_path)
+    assert adapter.poll(["999999"]) == {"999999": PlaceholderState.VANISHED}
+    monkeypatch.setenv("SGE_CELL", "no-such-cell")
+    with pytest.raises(BatchError, match="qstat exited 1: error: cell directory"):
+        adapter.poll(["999999"])
+
+
+@pytest.mark.parametrize(
+    ("stderr", "code", "vanished"),
+    [("qstat: Unknown Job Id 7.server", 153, True), ("Connection refused\nqstat: cannot connect to server", 2, False)],
+)
+def test_pbs_poll_tells_a_forgotten_job_from_a_failing_qstat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stderr: str, code: int, vanished: bool
+) -> None:
+    """No PBS in the testbed: a fake ``qstat`` giving the two answers a real one gives (parsing only)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "qstat").write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(stderr)} >&2\nexit {code}\n")
+    (bindir / "qstat").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    adapter = PbsAdapter(queue="q", workdir=tmp_path)
+    if vanished:
+        assert adapter.poll(["7.server"]) == {"7.server": PlaceholderState.VANISHED}
+    else:
+        with pytest.raises(BatchError, match="qstat exited 2: Connection refused"):
+            adapter.poll(["7.server"])

@@ -118,7 +118,8 @@ class GridEngineAdapter(BatchAdapter):
     def poll(self, batch_ids: Sequence[str]) -> dict[str, PlaceholderState]:
         if not batch_ids:
             return {}
-        found = self.parse_qstat(self.run(["qstat"], check=False).stdout)
+        # qstat lists every job and exits 0 even with none: a failure means the states are unknown (not vanished).
+        found = self.parse_qstat(self.run(["qstat"]).stdout)
         found = {k: v for k, v in found.items() if k in batch_ids}
         for b in batch_ids:
             if b not in found:

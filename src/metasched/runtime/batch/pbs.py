@@ -102,7 +102,11 @@ class PbsAdapter(BatchAdapter):
     def poll(self, batch_ids: Sequence[str]) -> dict[str, PlaceholderState]:
         if not batch_ids:
             return {}
-        found = self.parse_qstat_f(self.run(["qstat", "-f", "-x", *batch_ids], check=False).stdout)
+        res = self.run(["qstat", "-f", "-x", *batch_ids], check=False)
+        if res.returncode != 0 and not res.stdout.strip() and "Unknown Job Id" not in res.stderr:
+            # qstat itself failed (server down, ...): the states are unknown, not vanished.
+            raise BatchError(f"qstat exited {res.returncode}: {(res.stderr or res.stdout).strip()[:500]}")
+        found = self.parse_qstat_f(res.stdout)
 
         def short(b: str) -> str:
             return b.split(".")[0]

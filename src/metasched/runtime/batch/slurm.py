@@ -91,7 +91,12 @@ class SlurmAdapter(BatchAdapter):
         if not batch_ids:
             return {}
         ids = ",".join(batch_ids)
-        found = self.parse_squeue(self.run(["squeue", "-h", "-t", "all", "-j", ids, "-o", "%i %T"], check=False).stdout)
+        res = self.run(["squeue", "-h", "-t", "all", "-j", ids, "-o", "%i %T"], check=False)
+        if res.returncode != 0 and "Invalid job id" not in res.stderr:
+            # squeue itself failed (no controller, unusable slurm.conf): the states are unknown, and calling the
+            # placeholders vanished would be a lie that replaces them all.
+            raise BatchError(f"squeue exited {res.returncode}: {(res.stderr or res.stdout).strip()[:500]}")
+        found = self.parse_squeue(res.stdout)
         missing = [b for b in batch_ids if b not in found]
         if missing:
             res = self.run(["sacct", "-c", "-n", "-X", "-P", "-o", "jobid,state", "-j", ",".join(missing)], check=False)
