@@ -10,13 +10,16 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
-from metasched.runtime.manager import SiteConfig, SiteManager
+from metasched.runtime.manager import SiteConfig, SiteLocks, SiteManager
 from metasched.runtime.metaqueue.records import StoreError
 from metasched.runtime.metaqueue.store import JobSpec, Store
+from tests.runtime.conftest import pg_database
 from tests.runtime.procs import start_logged, stop
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -65,4 +68,41 @@ def test_managers_of_different_sites_share_a_database(tmp_path: Path, db_url: st
     a.close()
     SiteManager(store, [SiteConfig(name="c"), SiteConfig(name="a")], db_url=db_url, lock_wait_s=0).close()
     b.close()
+    store.close()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    yield from pg_database()
+
+
+@pytest.mark.live
+def test_a_lost_lock_session_is_retaken_or_the_loss_reported(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL drops a session (server restart, network): the manager takes its site locks again on a new
+    one at its next check, or, if another manager took the site meanwhile, says so instead of carrying on."""
+    monkeypatch.setattr(SiteLocks, "CHECK_EVERY_S", 0.0)
+    store = Store.open(pg_url)
+    a = SiteManager(store, [SiteConfig(name="a")], db_url=pg_url, workdir=tmp_path / "ph", lock_wait_s=0)
+
+    def drop_lock_session() -> None:
+        with store.engine.connect() as conn:
+            n = conn.execute(
+                text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = :n"),
+                {"n": a.locks.holder[:63]},
+            ).scalar()
+            conn.commit()
+        assert n == 1
+
+    drop_lock_session()
+    a.tick()  # checks the locks first
+    with pytest.raises(StoreError, match="site 'a' is already managed by"):
+        SiteManager(store, [SiteConfig(name="a")], db_url=pg_url, lock_wait_s=0)
+    drop_lock_session()
+    other = SiteLocks(store, ["a"], wait_s=0)  # takes the site while a's session is gone
+    with pytest.raises(StoreError, match="lost site 'a' to metasched sites run pid"):
+        a.tick()
+    other.release()
+    a.close()
     store.close()

@@ -59,6 +59,7 @@ import time
 import tomllib
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,9 +253,11 @@ class SiteLocks:
             f"since {datetime.now().strftime('%Y-%m-%d %H:%M:%S')}"
         )
         self.store = store
+        self.sites = list(sites)
         self._files: list[Any] = []
         self._conn: Any = None
         self._engine: Any = None
+        self._checked_at = time.monotonic()
         deadline = time.monotonic() + wait_s
         try:
             for name in sites:
@@ -323,6 +326,35 @@ class SiteLocks:
         f.flush()
         self._files.append(f)
         return None
+
+    #: Seconds between checks that the PostgreSQL session holding the locks is alive.
+    CHECK_EVERY_S = 10.0
+
+    def check(self) -> None:
+        """On PostgreSQL, every :attr:`CHECK_EVERY_S`: if the locks' session was lost (the database server
+        restarted, the connection dropped), take the locks again on a new one; raise :class:`StoreError`
+        if another manager took a site meanwhile. Flock locks cannot be lost this way."""
+        if self._conn is None or time.monotonic() - self._checked_at < self.CHECK_EVERY_S:
+            return
+        self._checked_at = time.monotonic()
+        from sqlalchemy import text
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            self._conn.execute(text("SELECT 1"))
+            return
+        except DBAPIError:
+            log.warning("the database session holding the site locks was lost: taking them again")
+        with suppress(DBAPIError):
+            self._conn.close()
+        self._conn = None
+        try:
+            for name in self.sites:
+                if (held_by := self._try(name)) is not None:
+                    raise StoreError(f"lost site {name!r} to {held_by} while the database connection was down")
+        except DBAPIError as exc:
+            self._conn = None  # the database is still away: try again at the next check
+            log.warning("could not take the site locks again yet: %s", exc)
 
     def release(self) -> None:
         for f in self._files:
@@ -475,6 +507,7 @@ class SiteManager:
     def tick(self, now: float | None = None) -> None:
         """One round over every site (a failing site is logged and skipped)."""
         now = time.time() if now is None else now
+        self.locks.check()
         try:
             self.store.expire_leases(now)
         except Exception:
