@@ -738,6 +738,23 @@ class SiteManager:
             for p in active:
                 self.store.update_placeholder(p["id"], state="cancelled", ended_at=time.time())
 
+    def wait_for_work(self, interval_s: float) -> None:
+        """Wait until the next round: ``interval_s``, or less when work becomes ready while none was.
+
+        No tick between work and a placeholder: when nothing is ready, every commit to the store
+        (SQLite's ``data_version``, PostgreSQL's ``NOTIFY``, see :meth:`Store.wait_for_change`) is followed by one
+        indexed read, and the first ready job starts the next round at once. While work is ready, the
+        round just made asked for its placeholders: the rest waits for the interval (the throttle's pace).
+        """
+        end = time.monotonic() + interval_s
+        if self.store.is_work_ready():
+            time.sleep(interval_s)
+            return
+        while (left := end - time.monotonic()) > 0:
+            self.store.wait_for_change(left, poll_s=0.005)
+            if self.store.is_work_ready():
+                return
+
     def run(
         self,
         *,
@@ -765,7 +782,7 @@ class SiteManager:
                 if max_s is not None and time.time() - t0 > max_s:
                     log.info("ran for %.0f s: stopping", max_s)
                     return f"ran for {max_s:.0f} s"
-                time.sleep(interval_s)
+                self.wait_for_work(interval_s)
         finally:
             if until_idle:
                 self.shutdown()

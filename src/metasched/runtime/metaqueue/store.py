@@ -87,6 +87,9 @@ _SQLITE_LOCKS_GUARD = threading.Lock()
 DEFAULT_LEASE_S = 60.0
 #: How many of the oldest ready jobs a ranking claim policy (not ``prefix_stable``) sees per claim.
 RANKING_WINDOW = RANKING_WINDOW_JOBS
+#: PostgreSQL channel of the transactions that may make work ready or end it (submit, completion, release,
+#: lease expiry, cancel, retry, licence limits): idle placeholders and ``sites run`` LISTEN on it.
+NOTIFY_CHANNEL = "metasched_work"
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
 HEAD_REVISION = "0003"
 
@@ -215,6 +218,8 @@ class Store:
         self._sql = Statements(self.is_postgres)
         self._watch: sqlite3.Connection | None = None
         self._watch_version = 0
+        #: PostgreSQL: the connection LISTENing on :data:`NOTIFY_CHANNEL` (see :meth:`wait_for_change`).
+        self._listen: Any = None
         #: When each placeholder's ``last_seen_at`` was last written by this process (see :meth:`_seen`).
         self._seen_at: dict[str, float] = {}
         #: Ready-job cache of :meth:`_ready_jobs`: static columns by job id, and the built jobs per
@@ -252,6 +257,9 @@ class Store:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+        if self._listen is not None:
+            self._listen.close()
+            self._listen = None
         self.engine.dispose()
 
     def wait_for_change(self, timeout_s: float, poll_s: float = 0.002) -> None:
@@ -260,10 +268,18 @@ class Store:
         On SQLite this polls ``PRAGMA data_version`` (a read of shared memory, no lock, ~10 us) every
         ``poll_s``, so an idle placeholder sees a submission within ~2 ms instead of at its next backed-off
         claim. The version is taken at each :meth:`claim`, so a commit between that claim and this call
-        is not missed. PostgreSQL: a plain sleep.
+        is not missed.
+
+        PostgreSQL: waits for a ``NOTIFY`` on :data:`NOTIFY_CHANNEL` (sent by each transaction that may make work
+        ready or end it, see :meth:`_notify`) on a connection of its own that keeps LISTENing between calls, so a
+        notification sent while the caller was busy is buffered and ends the next wait at once. The first call
+        only starts listening and returns (a notification sent before it cannot have been heard).
         """
+        if self.is_postgres:
+            self._wait_notify(timeout_s)
+            return
         path = self.engine.url.database
-        if self.is_postgres or not path or path == ":memory:":
+        if not path or path == ":memory:":
             time.sleep(timeout_s)
             return
         if self._watch is None:
@@ -279,6 +295,33 @@ class Store:
             if left <= 0:
                 return
             time.sleep(min(poll_s, left))
+
+    def _wait_notify(self, timeout_s: float) -> None:
+        if self._listen is None:
+            import psycopg
+
+            url = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            self._listen = psycopg.connect(url, autocommit=True)
+            self._listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            return
+        try:
+            heard = next(iter(self._listen.notifies(timeout=max(timeout_s, 0.0), stop_after=1)), None)
+            if heard is not None:  # the others queued up behind it tell nothing more
+                for _ in self._listen.notifies(timeout=0):
+                    pass
+        except Exception:  # the connection broke (server restart): listen anew at the next wait
+            self._listen.close()
+            self._listen = None
+
+    def _notify(self, conn: Connection) -> None:
+        """Wake the waiters of :meth:`wait_for_change` on PostgreSQL when ``conn`` commits (SQLite's waiters see
+        any commit by themselves)."""
+        if self.is_postgres:
+            conn.exec_driver_sql(f"NOTIFY {NOTIFY_CHANNEL}")
+
+    def is_work_ready(self) -> bool:
+        """Whether some job is queued with every dependency done (one indexed read)."""
+        return self._probe_ready()
 
     def _data_version(self) -> int:
         assert self._watch is not None
@@ -410,6 +453,7 @@ class Store:
             if dep_rows:
                 conn.execute(insert(DEPS), dep_rows)
             conn.execute(insert(EVENTS), [{"at": now, "kind": "submit", "job_id": j, "detail": ""} for j in ids])
+            self._notify(conn)
         return ids
 
     # ------------------------------------------------------------------ claim
@@ -892,6 +936,7 @@ class Store:
             ):
                 conn.execute(insert(LICENCES).values(name=name, copies=copies, updated_at=now))
             self._event(conn, now, "licence", detail=f"{name}={'unset' if copies is None else copies}")
+            self._notify(conn)
 
     def licences(self) -> dict[str, int]:
         """The global licence limits: ``{name: copies}``."""
@@ -994,6 +1039,7 @@ class Store:
         """
         now = time.time() if now is None else now
         with self._tx() as conn:
+            self._notify(conn)
             return self._complete(
                 conn, job_id, placeholder_id, attempt, exit_code, start_at, end_at, stdout_path, stderr_path, now
             )
@@ -1148,6 +1194,7 @@ class Store:
             for r in results
         ]
         if any(accepted):
+            self._notify(conn)
             if results:  # (PostgreSQL's batch statement counted its runs itself)
                 _run(conn, self._sql.ran, {"n": sum(accepted), "now": now, "ph": placeholder_id})
             self._seen_at[placeholder_id] = now
@@ -1228,6 +1275,7 @@ class Store:
                 back.append(job_id)
         if back:
             self._events(conn, now, "released", back, placeholder_id, None, why)
+            self._notify(conn)
         return back
 
     def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
@@ -1272,6 +1320,8 @@ class Store:
     def _take_back(self, conn: Connection, lost: Sequence[Any], now: float, why: str) -> None:
         """Lost leases (rows with id, attempts, max_attempts, placeholder_id): each job is requeued with its
         attempt counted or, at its retry limit, failed (and its dependents marked)."""
+        if lost:
+            self._notify(conn)
         failed = []
         for r in lost:
             gave_up = r.attempts >= r.max_attempts
@@ -1345,6 +1395,7 @@ class Store:
             for j in done:
                 self._event(conn, now, "cancel", job_id=j)
             self._cascade_failure(conn, done, now)
+            self._notify(conn)
         return done
 
     def retry(self, refs: Sequence[str], now: float | None = None) -> list[int]:
@@ -1396,6 +1447,7 @@ class Store:
                     )
                 )
                 self._event(conn, now, "retry", job_id=jid)
+                self._notify(conn)
                 requeued.append(jid)
                 for (child,) in conn.execute(
                     select(JOBS.c.id)
