@@ -46,7 +46,7 @@ def base_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_base_install_has_no_extra(base_venv: Path) -> None:
-    probe = "import importlib.util as u, json; print(json.dumps([m for m in %r if u.find_spec(m)]))" % (EXTRAS_ONLY,)
+    probe = f"import importlib.util as u, json; print(json.dumps([m for m in {EXTRAS_ONLY!r} if u.find_spec(m)]))"
     out = subprocess.run(
         [str(base_venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
@@ -88,7 +88,8 @@ def test_base_install_placeholder_runs_jobs_against_a_server(base_venv: Path, tm
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"server did not start: {server.stderr.read() if server.stderr else ''}")
+                    err = server.stderr.read() if server.stderr else ""
+                    raise AssertionError(f"server did not start: {err}") from None
                 time.sleep(0.2)
         site_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "METASCHED_DB")}
         placeholder = subprocess.run(
