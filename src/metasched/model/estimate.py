@@ -29,8 +29,10 @@ import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 Params = Mapping[str, float]
 Formula = Callable[[Params], float]
@@ -94,6 +96,8 @@ class RuntimeEstimator:
         return math.log(v)
 
     def _fit(self, kind: str, machine: str) -> _Fit | None:
+        import numpy as np  # (on first use: the metaqueue client imports this module)
+
         key = (kind, machine)
         if key in self._fits:
             return self._fits[key]
@@ -123,6 +127,8 @@ class RuntimeEstimator:
         return fit
 
     def _direct(self, kind: str, machine: str, params: Params) -> float | None:
+        import numpy as np  # (on first use: the metaqueue client imports this module)
+
         fit = self._fit(kind, machine)
         if fit is None:
             return None
@@ -134,6 +140,8 @@ class RuntimeEstimator:
 
     def machine_ratio(self, a: str, b: str) -> float | None:
         """Median over kinds run on both machines of (time on ``a``) / (time on ``b``), at ``b``'s runs' params."""
+        import numpy as np  # (on first use: the metaqueue client imports this module)
+
         ratios = []
         for (kind, mach), runs in self.runs.items():
             if mach != b or (kind, a) not in self.runs:
@@ -147,6 +155,8 @@ class RuntimeEstimator:
 
     def estimate(self, kind: str, machine: str, params: Params) -> float:
         """Expected run time of ``kind`` on ``machine`` with ``params``; ``KeyError`` if nothing is known."""
+        import numpy as np  # (on first use: the metaqueue client imports this module)
+
         _check_params(params)
         direct = self._direct(kind, machine, params)
         if direct is not None:
@@ -168,6 +178,8 @@ class RuntimeEstimator:
 
     def etc_matrix(self, tasks: Sequence[tuple[str, Params]], machines: Sequence[str]) -> np.ndarray:
         """ETC matrix for ``tasks`` (kind, params) on ``machines``; ``inf`` where nothing is known."""
+        import numpy as np  # (on first use: the metaqueue client imports this module)
+
         out = np.full((len(tasks), len(machines)), np.inf)
         for i, (kind, params) in enumerate(tasks):
             for j, mach in enumerate(machines):
@@ -197,6 +209,8 @@ def holdout_error(
     make: Callable[[], RuntimeEstimator], runs: Sequence[Run], test_fraction: float, rng: np.random.Generator
 ) -> HoldoutError:
     """Train a fresh estimator (``make()``) on a random part of ``runs``, measure it on the rest."""
+    import numpy as np  # (on first use: the metaqueue client imports this module)
+
     if not 0 < test_fraction < 1:
         raise ValueError("test_fraction must be in (0, 1)")
     idx = rng.permutation(len(runs))
