@@ -140,8 +140,11 @@ def user(db: str, home: Path, specs: list[JobSpec], workdir: Path) -> tuple[floa
     wf.write_text(yaml.safe_dump([{"name": s.name, "command": s.command, "after": s.after} for s in specs]))
     env = {**ENV, "METASCHED_HOME": str(home), "METASCHED_DB": db}
     c0, t0 = cpu_s(), time.time()
-    subprocess.run([*METASCHED, "submit-workflow", str(wf)], env=env, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([*METASCHED, "sites", "run", "--until-idle"], env=env, check=True, timeout=1800)
+    # (in workdir: the jobs run, and leave their output, in the submitter's directory)
+    subprocess.run(
+        [*METASCHED, "submit-workflow", str(wf)], env=env, check=True, stdout=subprocess.DEVNULL, cwd=workdir
+    )
+    subprocess.run([*METASCHED, "sites", "run", "--until-idle"], env=env, check=True, timeout=1800, cwd=workdir)
     store = Store.open(db)
     span = last_end(store) - t0
     store.close()
@@ -176,14 +179,16 @@ def idle_cli(home: Path, reps: int) -> float:
     db = f"sqlite:///{home / 'idle-cli.db'}"
     env = {**ENV, "METASCHED_HOME": str(home), "METASCHED_DB": db}
     Store.open(db).close()
-    manager = subprocess.Popen([*METASCHED, "sites", "run"], env=env, stderr=subprocess.DEVNULL)
+    manager = subprocess.Popen([*METASCHED, "sites", "run"], env=env, stderr=subprocess.DEVNULL, cwd=home)
     store = Store.open(db)
     lat = []
     try:
         time.sleep(3)
         for i in range(reps):
             t0 = time.time()
-            subprocess.run([*METASCHED, "submit", "--", "true"], env=env, check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [*METASCHED, "submit", "--", "true"], env=env, check=True, stdout=subprocess.DEVNULL, cwd=home
+            )
             wait_done(store, i + 1, 120)
             lat.append(1000 * (last_end(store) - t0))
             time.sleep(2)  # (the placeholder leaves: the next job meets an idle site again)
