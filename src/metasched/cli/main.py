@@ -197,4 +197,6 @@ def version() -> None:
 
 
 def main() -> None:
-    app()
+    from metasched.cli.errors import run
+
+    run(app)

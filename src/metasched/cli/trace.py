@@ -45,6 +45,10 @@ def info(
     if as_json:
         typer.echo(json.dumps(d, indent=2, default=str))
         return
+    if not d["jobs"]:
+        dropped = ", ".join(f"{count} {reason}" for reason, count in sorted(d["dropped"].items()))
+        typer.echo(f"{file}: no jobs ({d['records']} job lines{'; dropped: ' + dropped if dropped else ''})")
+        return
     console = Console()
     table = Table(title=f"{file.name}", show_header=False, title_justify="left")
     table.add_column("", style="bold")

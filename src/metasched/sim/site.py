@@ -57,7 +57,9 @@ class SiteState:
         self._by_end: list[RunningJob] = []
         # _width_count[w] = queued jobs of width w (jobs wider than the machine share the last
         # bucket: they can never start here, so their exact width does not matter for the min).
-        self._width_count = [0] * (procs + 2)
+        # A dict, not a list indexed by width: memory grows with the queue, never with the machine
+        # size (``; MaxProcs: 1000000000`` in a trace header must not allocate per processor).
+        self._width_count: dict[int, int] = {}
         # Widths with queued jobs, a heap (each width at least once while it has jobs).
         self._widths: list[int] = []
         self._hint: Any = None
@@ -71,9 +73,10 @@ class SiteState:
         if not 0 <= w <= self.procs:
             w = self.procs + 1
         counts = self._width_count
-        if counts[w] == 0:
+        c = counts.get(w, 0)
+        if c == 0:
             heappush(self._widths, w)
-        counts[w] += 1
+        counts[w] = c + 1
 
     def _queue_remove(self, job_id: int) -> Job:
         job = self.queue.pop(job_id)
@@ -96,8 +99,8 @@ class SiteState:
         """
         widths, counts = self._widths, self._width_count
         # Lazy deletion: a width stays in the heap until it is at the top with no job left.
-        while widths and counts[widths[0]] == 0:
-            heappop(widths)
+        while widths and not counts.get(widths[0]):
+            counts.pop(heappop(widths), None)
         return widths[0] if widths else self.procs + 1
 
     def submit(self, job: Job) -> None:

@@ -9,6 +9,7 @@ Definitions (times in seconds):
   ``"5-8"``, ... so that the many power-of-two jobs sit at the top of their bucket;
 * quantiles are nearest-rank: the smallest value with at least a fraction ``q`` of the values at or
   below it;
+* a statistic of no jobs (the mean, a quantile, a fraction of an empty workload) is ``None``;
 * estimate accuracy = run time / estimate per job (1 = exact); ``exact_fraction`` counts run ==
   estimate (which includes the jobs killed at their limit), ``overrun_fraction`` run > estimate
   (only possible when read with ``allow_overrun``).
@@ -91,38 +92,50 @@ def describe(workload: Workload | Sequence[Job], *, procs: int | None = None) ->
     runs = sorted(j.run_time for j in jobs)
     ests = sorted(j.requested_time for j in jobs)
     accuracy = sorted(j.run_time / j.requested_time for j in jobs if j.requested_time > 0)
-    return {
-        "source": source,
-        "records": records,
-        "jobs": n,
-        "dropped": dropped,
-        "procs": size,
-        "first_submit": first,
-        "last_submit": last,
-        "span_s": span,
-        "span_days": span / 86_400,
-        "total_work": work,
-        "offered_load": load,
-        "serial_fraction": sum(1 for j in jobs if j.requested_procs == 1) / n if n else math.nan,
-        "power_of_two_fraction": (
-            sum(1 for j in jobs if j.requested_procs & (j.requested_procs - 1) == 0) / n if n else math.nan
-        ),
-        "widest": max((j.requested_procs for j in jobs), default=0),
-        "width_histogram": widths,
-        "run_time": {
-            "mean": math.fsum(runs) / n if n else math.nan,
-            "max": runs[-1] if runs else math.nan,
-            **{f"p{round(q * 100)}": quantile(runs, q) for q in QUANTILES},
-        },
-        "requested_time": {
-            "mean": math.fsum(ests) / n if n else math.nan,
-            "max": ests[-1] if ests else math.nan,
-            **{f"p{round(q * 100)}": quantile(ests, q) for q in QUANTILES},
-        },
-        "estimate_accuracy": {
-            "mean": math.fsum(accuracy) / len(accuracy) if accuracy else math.nan,
-            "median": quantile(accuracy, 0.5),
-            "exact_fraction": sum(1 for j in jobs if j.run_time == j.requested_time) / n if n else math.nan,
-            "overrun_fraction": sum(1 for j in jobs if j.run_time > j.requested_time) / n if n else math.nan,
-        },
-    }
+    return _finite_or_none(
+        {
+            "source": source,
+            "records": records,
+            "jobs": n,
+            "dropped": dropped,
+            "procs": size,
+            "first_submit": first,
+            "last_submit": last,
+            "span_s": span,
+            "span_days": span / 86_400,
+            "total_work": work,
+            "offered_load": load,
+            "serial_fraction": sum(1 for j in jobs if j.requested_procs == 1) / n if n else math.nan,
+            "power_of_two_fraction": (
+                sum(1 for j in jobs if j.requested_procs & (j.requested_procs - 1) == 0) / n if n else math.nan
+            ),
+            "widest": max((j.requested_procs for j in jobs), default=0),
+            "width_histogram": widths,
+            "run_time": {
+                "mean": math.fsum(runs) / n if n else math.nan,
+                "max": runs[-1] if runs else math.nan,
+                **{f"p{round(q * 100)}": quantile(runs, q) for q in QUANTILES},
+            },
+            "requested_time": {
+                "mean": math.fsum(ests) / n if n else math.nan,
+                "max": ests[-1] if ests else math.nan,
+                **{f"p{round(q * 100)}": quantile(ests, q) for q in QUANTILES},
+            },
+            "estimate_accuracy": {
+                "mean": math.fsum(accuracy) / len(accuracy) if accuracy else math.nan,
+                "median": quantile(accuracy, 0.5),
+                "exact_fraction": sum(1 for j in jobs if j.run_time == j.requested_time) / n if n else math.nan,
+                "overrun_fraction": sum(1 for j in jobs if j.run_time > j.requested_time) / n if n else math.nan,
+            },
+        }
+    )
+
+
+def _finite_or_none(value: Any) -> Any:
+    """``value`` with every NaN replaced by None: the summary stays valid JSON (an empty workload has
+    no first submit, no mean, no quantiles)."""
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value

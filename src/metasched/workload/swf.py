@@ -46,6 +46,7 @@ import io
 import math
 import os
 import warnings
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,22 @@ DROP_UNKNOWN_RUN = "unknown run time"
 DROP_NO_PROCS = "no processors"
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+#: Fields read as integers (job number, processors, status, user ... preceding job): each must fit
+#: a signed 64-bit integer, so both engines (NumPy's int64 and Python's int) read the same value.
+_INT_FIELDS = (0, 4, 7, 10, 11, 12, 13, 14, 15, 16)
+_INT64_MIN = -(2.0**63)
+_INT64_END = 2.0**63
+
+#: What a truncated, corrupt or non-gzip ``.gz`` file raises while it is read.
+_DECOMPRESS_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
+def _decompress_error(source: str, lineno: int, exc: BaseException) -> SwfError:
+    after = f" after line {lineno}" if lineno else ""
+    if isinstance(exc, EOFError):
+        return SwfError(source, None, f"truncated gzip file (it ends{after} before the end of its compressed data)")
+    return SwfError(source, None, f"not a valid gzip file (corrupt{after}: {exc})")
 
 
 class SwfError(ValueError):
@@ -180,8 +197,19 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
     last_key: list[str] = []
     in_jobs = False
     isfinite = math.isfinite
+    lineno = 0
     with _open_text(path) as fh:
-        for lineno, text in enumerate(fh, start=1):
+        lines = enumerate(fh, start=1)
+        while True:
+            try:
+                item = next(lines, None)
+            except _DECOMPRESS_ERRORS as exc:
+                raise _decompress_error(source, lineno, exc) from None
+            if item is None:
+                break
+            lineno, text = item
+            if "\x00" in text:
+                raise SwfError(source, lineno, "binary data (NUL bytes): not a text SWF file")
             parts = text.split()
             if not parts:
                 continue
@@ -193,17 +221,22 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
             if len(parts) != N_FIELDS:
                 raise SwfError(source, lineno, f"expected {N_FIELDS} fields, found {len(parts)}")
             try:
-                values = tuple(map(float, parts))
+                # float() reads "1_0" as 10; SWF numbers are plain decimals (and NumPy refuses it).
+                values = () if "_" in text else tuple(map(float, parts))
             except ValueError:
                 values = ()
             if not values or not all(map(isfinite, values)):
                 for name, raw in zip(FIELDS, parts, strict=True):
                     try:
-                        ok = isfinite(float(raw))
+                        ok = "_" not in raw and isfinite(float(raw))
                     except ValueError:
                         ok = False
                     if not ok:
                         raise SwfError(source, lineno, f"field {name!r} is not a finite number: {raw!r}") from None
+            for k in _INT_FIELDS:
+                v = values[k]
+                if not _INT64_MIN <= v < _INT64_END:
+                    raise SwfError(source, lineno, f"field {FIELDS[k]!r} is out of range (64-bit integer): {parts[k]!r}")
             yield SwfRecord(lineno, values)
 
 
@@ -416,10 +449,13 @@ def _normalise_fast(
         with _open_text(path) as fh, warnings.catch_warnings():
             warnings.simplefilter("error")  # "input contained no data" must not pass silently
             a = np.loadtxt(fh, comments=";", dtype=np.float64, ndmin=2)
-    except (ValueError, UserWarning):
+    except (ValueError, UserWarning, *_DECOMPRESS_ERRORS):
         return None
     n = a.shape[0]
     if a.shape[1] != N_FIELDS or not np.isfinite(a).all():
+        return None
+    ints = a[:, _INT_FIELDS]
+    if ((ints < _INT64_MIN) | (ints >= _INT64_END)).any():
         return None
     ids, submit = a[:, 0], a[:, 1]
     procs = np.maximum(a[:, 4], a[:, 7])

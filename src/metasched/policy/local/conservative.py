@@ -29,6 +29,13 @@ class ConservativeHint:
     seq: int = 0
 
 
+#: The compiled pass keeps a table indexed by job width (16 bytes per processor of the machine); on a
+#: larger machine (a trace header's ``MaxProcs: 1000000000``) the pure pass, which keeps the same
+#: table as a dict of the widths queued, plans instead (same plan): memory never grows with a value
+#: in the input (issue 33).
+COLUMNAR_MAX_PROCS = 1 << 20
+
+
 class ConservativeBackfill(LocalScheduler):
     """Conservative backfilling: every queued job holds a reservation.
 
@@ -74,7 +81,12 @@ class ConservativeBackfill(LocalScheduler):
             if plan is not None:
                 return plan
         columns = view.columns
-        if columns is not None and columns.ordered and columns.order_key == self.order.key:
+        if (
+            columns is not None
+            and columns.ordered
+            and columns.order_key == self.order.key
+            and view.total_procs <= COLUMNAR_MAX_PROCS
+        ):
             return self._columnar(view, columns, now)
         return self._full_pass(view, now)
 
