@@ -43,7 +43,7 @@ def test_corrupt_gzip_is_an_swf_error(tmp_path: Path) -> None:
         bad[i] ^= 0x5A
     path = tmp_path / "bad.swf.gz"
     path.write_bytes(bytes(bad))
-    fast, slow = _both(path)
+    fast, _ = _both(path)
     assert "gzip" in fast.split(str(path))[1]
 
 

@@ -59,7 +59,7 @@ def describe(exc: BaseException) -> str | None:
     try:
         from pydantic import ValidationError
     except ImportError:  # pragma: no cover - pydantic is a dependency
-        ValidationError = ()  # type: ignore[assignment,misc]  # noqa: N806
+        ValidationError = ()  # type: ignore[assignment,misc]
     if isinstance(exc, ValidationError):
         return str(exc).splitlines()[0]
     mod = type(exc).__module__

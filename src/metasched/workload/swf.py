@@ -236,7 +236,9 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
             for k in _INT_FIELDS:
                 v = values[k]
                 if not _INT64_MIN <= v < _INT64_END:
-                    raise SwfError(source, lineno, f"field {FIELDS[k]!r} is out of range (64-bit integer): {parts[k]!r}")
+                    raise SwfError(
+                        source, lineno, f"field {FIELDS[k]!r} is out of range (64-bit integer): {parts[k]!r}"
+                    )
             yield SwfRecord(lineno, values)
 
 
