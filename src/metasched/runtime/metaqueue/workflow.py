@@ -1,96 +1,174 @@
 """Workflow files and resource strings: YAML job lists and Trellis ``mqsub`` lines -> :class:`JobSpec`.
 
-YAML: a list of mappings with ``name``, ``command`` and optional ``after`` (list of names, or one
-name), ``cpus``, ``mem`` ("512M", "4G", or MB as a number), ``time`` (seconds, "90s", "10m",
-"2h", "H:MM:SS"), ``licences`` (``{name: count}`` or a list of names), ``cwd``, ``env``.
+One typed description (:class:`WorkflowEntry`, pydantic) of a workflow entry, shared by ``submit``'s
+options (:class:`SubmitOptions`): every value is checked and a refusal names its place
+(``workflow.yaml: jobs[3].cpus: cpus must be a whole number >= 1, got 'abc'``). The JSON Schema of the
+file is :func:`workflow_json_schema` (``metasched workflow-schema``).
+
+YAML: a list of mappings (or ``{jobs: [...]}``) with ``name``, ``command`` and optional ``after``
+(list of names, or one name), ``cpus``, ``mem`` ("512M", "4G", or MB as a number), ``time`` (seconds,
+"90s", "10m", "2h", "H:MM:SS"), ``licences`` (``{name: count}`` or a list of names), ``cwd``, ``env``,
+``max_attempts``, ``deadline``, ``user_class``, ``params``, ``inputs``, ``outputs``. Values are taken
+as written or refused, never silently changed: a name or command that YAML read as a number, a
+boolean or null must be quoted; ``cpus: 1.5``, ``time: .inf`` and NaN are refused; a number of MB is
+rounded up to a whole MB. Limits (the store's 32-bit integer columns, and a sane bound on times):
+cpus and mem (MB) at most 2**31 - 1, times at most 1e9 s, ``max_attempts`` at most 1000. The file
+must be UTF-8 text; YAML nesting is bounded (64 levels) and so is alias expansion (an alias counts as
+the nodes it stands for: a file whose aliases stand for more than 16 x its own nodes + 10,000 is
+refused, the "billion laughs").
 
 Trellis (Pinchak, Lu, Goldenberg, seed 003, figure 9): one job per line,
-``[mqsub.py] -deps "A B" -l LABEL -c "COMMAND"``; blank lines and ``#`` comments are skipped.
+``[mqsub.py] -deps "A B" -l LABEL -c "COMMAND"``; blank lines and ``#`` comments are skipped. A label
+is the job's name, except that a name of digits only means a job id everywhere in metasched
+(``--after 12``, ``logs 12``): an all-digit label ``3200`` becomes the name ``L3200`` (and a
+dependency ``0022`` the name ``L0022``), so ``metasched logs L3200`` shows that job.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 from metasched.runtime.metaqueue.records import JobSpec, StoreError
 
+__all__ = [
+    "MAX_INT",
+    "MAX_SECONDS",
+    "SubmitOptions",
+    "WorkflowEntry",
+    "parse_duration_s",
+    "parse_licences",
+    "parse_mem_mb",
+    "parse_params",
+    "parse_trellis_line",
+    "read_workflow",
+    "spec_from_mapping",
+    "trellis_name",
+    "workflow_json_schema",
+]
+
+#: The store keeps cpus, mem_mb and attempts in INTEGER columns (32-bit on PostgreSQL).
+MAX_INT = 2**31 - 1
+#: Longest time (estimate or deadline) accepted, in seconds (about 31.7 years).
+MAX_SECONDS = 1e9
+MAX_ATTEMPTS = 1000
+MAX_DEPTH = 64
+_ALIAS_FACTOR = 16
+_ALIAS_SLACK = 10_000
+
 _MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
+_CLOCK_PART = re.compile(r"^\d+(?:\.\d+)?$")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def parse_mem_mb(value: Any) -> int:
-    """Memory in MB from ``512``, ``"512M"``, ``"4G"``, ``"1T"``, ``"2048k"``."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value)
-    m = _MEM.match(str(value))
-    if not m:
-        raise StoreError(f"bad memory {value!r}: use e.g. 512M, 4G or a number of MB")
-    scale = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2).lower()]
-    return int(float(m.group(1)) * scale)
+    """Memory in MB from ``512``, ``"512M"``, ``"4G"``, ``"1T"``, ``"2048k"`` (rounded up to a whole MB;
+    at most :data:`MAX_INT`)."""
+    if _is_number(value):
+        mb = float(value)
+    elif isinstance(value, str):
+        m = _MEM.match(value)
+        if not m:
+            raise StoreError(f"bad memory {_short(value)}: use e.g. 512M, 4G or a number of MB")
+        scale = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2).lower()]
+        mb = float(m.group(1)) * scale
+    else:
+        raise StoreError(f"bad memory {_short(value)}: use e.g. 512M, 4G or a number of MB")
+    if not math.isfinite(mb) or mb < 0 or mb > MAX_INT:
+        raise StoreError(f"bad memory {_short(value)}: must be between 0 and {MAX_INT} MB")
+    return math.ceil(mb)
 
 
 def parse_duration_s(value: Any) -> float:
-    """Seconds from ``90``, ``"90s"``, ``"10m"``, ``"2h"``, ``"1d"``, ``"H:MM:SS"`` or ``"MM:SS"``."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    text = str(value).strip()
-    if ":" in text:
-        try:
-            parts = [float(p) for p in text.split(":")]
-        except ValueError:
-            raise StoreError(f"bad duration {value!r}") from None
-        if len(parts) > 3:
-            raise StoreError(f"bad duration {value!r}: at most H:MM:SS")
-        total = 0.0
-        for p in parts:
-            total = total * 60 + p
-        return total
-    m = _DUR.match(text)
-    if not m:
-        raise StoreError(f"bad duration {value!r}: use seconds, 90s, 10m, 2h or H:MM:SS")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2).lower()]
+    """Seconds from ``90``, ``"90s"``, ``"10m"``, ``"2h"``, ``"1d"``, ``"H:MM:SS"`` or ``"MM:SS"``
+    (finite, >= 0, at most :data:`MAX_SECONDS`; minutes and seconds after a colon below 60)."""
+    if _is_number(value):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) > 3:
+                raise StoreError(f"bad duration {_short(value)}: at most H:MM:SS")
+            if not all(_CLOCK_PART.match(p) for p in parts) or any(float(p) >= 60 for p in parts[1:]):
+                raise StoreError(f"bad duration {_short(value)}: use H:MM:SS or MM:SS (MM and SS below 60)")
+            seconds = 0.0
+            for p in parts:
+                seconds = seconds * 60 + float(p)
+        else:
+            m = _DUR.match(text)
+            if not m:
+                raise StoreError(f"bad duration {_short(value)}: use seconds, 90s, 10m, 2h or H:MM:SS")
+            seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2).lower()]
+    else:
+        raise StoreError(f"bad duration {_short(value)}: use seconds, 90s, 10m, 2h or H:MM:SS")
+    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_SECONDS:
+        raise StoreError(f"bad duration {_short(value)}: must be between 0 and {MAX_SECONDS:.0e} seconds")
+    return seconds
+
+
+def _count(value: Any, what: str, lo: int, hi: int) -> int:
+    """A whole number in ``[lo, hi]`` (an integral float like ``2.0`` counts; booleans do not)."""
+    if isinstance(value, str) and value.strip().lstrip("+").isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise StoreError(f"{what} must be a whole number from {lo} to {hi}, got {_short(value)}")
+    return value
 
 
 def parse_licences(value: Any) -> dict[str, int]:
-    """``{name: count}`` from a mapping, a list of names, or ``"a,b:2"``."""
+    """``{name: count}`` from a mapping, a list of names, or ``"a,b:2"`` (names non-empty, counts >= 1)."""
     if value is None:
         return {}
-    if isinstance(value, dict):
-        return {str(k): int(v) for k, v in value.items()}
-    items = value if isinstance(value, list) else str(value).split(",")
     out: dict[str, int] = {}
-    for item in items:
-        item = str(item).strip()
-        if not item:
-            continue
-        name, _, count = item.partition(":")
-        out[name] = out.get(name, 0) + (int(count) if count else 1)
+    if isinstance(value, dict):
+        pairs = [(k, v) for k, v in value.items()]
+    elif isinstance(value, list | str):
+        items = value if isinstance(value, list) else value.split(",")
+        pairs = []
+        for item in items:
+            if not isinstance(item, str):
+                raise StoreError(f"licence {_short(item)} must be a name (NAME or NAME:COUNT)")
+            if not item.strip() and isinstance(value, str):
+                continue
+            name, sep, count = item.strip().partition(":")
+            pairs.append((name, count if sep else 1))
+    else:
+        raise StoreError(f"licences must be a mapping of names to counts or a list of names, got {_short(value)}")
+    for name, count in pairs:
+        if not isinstance(name, str) or not name.strip():
+            raise StoreError(f"licence name must be non-empty text, got {_short(name)}")
+        n = _count(count, f"licence {name.strip()!r} count", 1, MAX_INT)
+        key = name.strip()
+        out[key] = min(MAX_INT, out.get(key, 0) + n)
     return out
-
-
-_KEYS = {
-    "name",
-    "command",
-    "after",
-    "cpus",
-    "mem",
-    "time",
-    "licences",
-    "licenses",
-    "cwd",
-    "env",
-    "max_attempts",
-    "deadline",
-    "user_class",
-    "params",
-    "inputs",
-    "outputs",
-}
 
 
 def parse_params(value: Any, where: str = "job") -> dict[str, float]:
@@ -118,30 +196,255 @@ def parse_params(value: Any, where: str = "job") -> dict[str, float]:
     return out
 
 
-def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: Path | None = None) -> JobSpec:
-    """One YAML entry -> :class:`JobSpec` (errors name the entry).
+# ----------------------------------------------------------------------------- one typed description
 
-    ``inputs``/``outputs`` (issue 9, staging; local paths relative to ``base_dir``) wrap the command in the
-    staging protocol of :mod:`metasched.runtime.remote.staging` and carry the spec in the job's env.
-    """
-    where = f"workflow entry {index + 1}"
-    if not isinstance(entry, dict):
-        raise StoreError(f"{where}: expected a mapping with name and command, got {type(entry).__name__}")
-    unknown = set(entry) - _KEYS
-    if unknown:
-        raise StoreError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}")
-    if "command" not in entry or "name" not in entry:
-        raise StoreError(f"{where}: needs both 'name' and 'command'")
-    after = entry.get("after") or []
-    if isinstance(after, str | int):
-        after = str(after).split()
-    command = str(entry["command"])
-    env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
-    if "inputs" in entry or "outputs" in entry:
+
+def _check(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A pydantic before-validator from a parser raising StoreError (its message becomes the error's)."""
+
+    def validate(value: Any) -> Any:
+        try:
+            return fn(value)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from None
+
+    return validate
+
+
+def _text(what: str, *, empty_ok: bool = False) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if not isinstance(value, str):
+            kind = "null" if value is None else type(value).__name__
+            raise StoreError(f"{what} must be text, got {kind} {_short(value)} (quote it in YAML)")
+        if "\x00" in value:
+            raise StoreError(f"{what} must not contain a NUL byte")
+        if not empty_ok and not value.strip():
+            raise StoreError(f"{what} must not be empty")
+        return value
+
+    return parse
+
+
+def _name(value: Any) -> str:
+    name = _text("name")(value)
+    if name.isdigit():
+        raise StoreError(f"name {name!r} is all digits, which means a job id; use a name with a letter (e.g. L{name})")
+    return name
+
+
+def _after(value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = value.split() if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise StoreError(f"after must be a name or a list of names, got {_short(value)}")
+    return [_text("after item")(a).strip() for a in items]
+
+
+def _env(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise StoreError(f"env must be a mapping of variable names to values, got {_short(value)}")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
+            raise StoreError(f"env variable name {_short(key)} must be non-empty text without '=' or NUL")
+        if isinstance(item, bool) or item is None or not isinstance(item, str | int | float):
+            raise StoreError(f"env {key}: value must be text or a number, got {_short(item)} (quote it in YAML)")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise StoreError(f"env {key}: value must be finite, got {item!r}")
+        text = str(item)
+        if "\x00" in text:
+            raise StoreError(f"env {key}: value must not contain a NUL byte")
+        out[key] = text
+    return out
+
+
+def _deadline(value: Any) -> float | None:
+    if value is None:
+        return None
+    seconds = parse_duration_s(value)
+    if seconds <= 0:
+        raise StoreError(f"deadline must be > 0 seconds after submission, got {_short(value)}")
+    return seconds
+
+
+def _user_class(value: Any) -> str:
+    text = _text("user_class")(value).strip().lower()
+    if text not in ("gold", "silver", "regular"):
+        raise StoreError(f"user_class must be gold, silver or regular, got {_short(value)}")
+    return text
+
+
+def _params(value: Any) -> dict[str, float]:
+    out = parse_params(value, "params")
+    for key, number in out.items():
+        if not key.isidentifier() or not math.isfinite(number):
+            raise StoreError(f"params: {key!r} must be an identifier with a finite number, got {number!r}")
+    return out
+
+
+_DURATION_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
+        {"type": "string", "description": "90, 90s, 10m, 2h, 1d or H:MM:SS"},
+    ]
+}
+_NAME_SCHEMA = {"type": "string", "minLength": 1, "not": {"pattern": "^[0-9]+$"}}
+
+Name = Annotated[str, BeforeValidator(_check(_name)), WithJsonSchema(_NAME_SCHEMA)]
+Command = Annotated[str, BeforeValidator(_check(_text("command"))), WithJsonSchema({"type": "string", "minLength": 1})]
+After = Annotated[
+    list[str],
+    BeforeValidator(_check(_after)),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+]
+Cpus = Annotated[
+    int,
+    BeforeValidator(_check(lambda v: _count(v, "cpus", 1, MAX_INT))),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_INT}),
+]
+MemMb = Annotated[
+    int,
+    BeforeValidator(_check(parse_mem_mb)),
+    WithJsonSchema(
+        {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "description": "512M, 4G, 1T, 2048k"}]}
+    ),
+]
+Seconds = Annotated[float, BeforeValidator(_check(parse_duration_s)), WithJsonSchema(_DURATION_SCHEMA)]
+Deadline = Annotated[float | None, BeforeValidator(_check(_deadline)), WithJsonSchema(_DURATION_SCHEMA)]
+Licences = Annotated[
+    dict[str, int],
+    BeforeValidator(_check(parse_licences)),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+                {"type": "array", "items": {"type": "string", "minLength": 1}},
+                {"type": "string", "description": "a,b:2"},
+            ]
+        }
+    ),
+]
+Env = Annotated[
+    dict[str, str],
+    BeforeValidator(_check(_env)),
+    WithJsonSchema({"type": "object", "additionalProperties": {"type": ["string", "number"]}}),
+]
+Attempts = Annotated[
+    int,
+    BeforeValidator(_check(lambda v: _count(v, "max_attempts", 1, MAX_ATTEMPTS))),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_ATTEMPTS}),
+]
+UserClass = Annotated[
+    str, BeforeValidator(_check(_user_class)), WithJsonSchema({"enum": ["gold", "silver", "regular"]})
+]
+Params = Annotated[
+    dict[str, float],
+    BeforeValidator(_check(_params)),
+    WithJsonSchema({"type": "object", "additionalProperties": {"type": "number"}}),
+]
+Cwd = Annotated[str | None, BeforeValidator(_check(lambda v: None if v is None else _text("cwd")(v)))]
+
+
+class _JobFields(BaseModel):
+    """The fields a job has however it is submitted (a workflow entry, ``metasched submit``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    after: After = Field(default_factory=list, description="Names (or quoted ids) this job waits for.")
+    cpus: Cpus = Field(1, description="CPUs the job needs.")
+    mem: MemMb = Field(0, description="Memory in MB (a number) or with a unit: 512M, 4G.")
+    time: Seconds = Field(0.0, description="Wall-time estimate in seconds, or 90s, 10m, 2h, H:MM:SS.")
+    licences: Licences = Field(default_factory=dict, description="{name: count}, a list of names, or 'a,b:2'.")
+    max_attempts: Attempts = Field(3, description="Runs allowed when placeholders vanish.")
+    deadline: Deadline = Field(None, description="Wanted done within this long of submission (> 0).")
+    user_class: UserClass = Field("regular", description="gold, silver or regular.")
+    params: Params = Field(default_factory=dict, description="{name: number} for the kind's run-time formula.")
+
+
+class WorkflowEntry(_JobFields):
+    """One job of a workflow file."""
+
+    name: Name = Field(description="Unique job name (not all digits: digits mean job ids).")
+    command: Command = Field(description="Shell command line (quote it when YAML would read a number or boolean).")
+    cwd: Cwd = Field(None, description="Working directory (default: where you submit from).")
+    env: Env = Field(default_factory=dict, description="Extra environment variables.")
+    inputs: Any = Field(None, description="Files staged in before the job (remote sites).")
+    outputs: Any = Field(None, description="Files staged out after the job (remote sites).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _licenses_spelling(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "licenses" in data:
+            if "licences" in data:
+                raise ValueError("give licences or licenses, not both")
+            data = {("licences" if k == "licenses" else k): v for k, v in data.items()}
+        return data
+
+
+class SubmitOptions(_JobFields):
+    """The options of ``metasched submit`` (the same checks as a workflow entry)."""
+
+    name: Name | None = None
+
+
+_ENTRIES: TypeAdapter[list[WorkflowEntry]] = TypeAdapter(list[WorkflowEntry])
+
+
+def workflow_json_schema() -> dict[str, Any]:
+    """JSON Schema of a workflow file: a list of entries, or a mapping ``{jobs: [...]}``."""
+    entries = _ENTRIES.json_schema()
+    defs = entries.pop("$defs", {})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "metasched workflow file",
+        "description": "metasched submit-workflow: a YAML list of jobs (or {jobs: [...]}).",
+        "anyOf": [
+            entries,
+            {"type": "object", "properties": {"jobs": entries}, "required": ["jobs"], "additionalProperties": False},
+        ],
+        "$defs": defs,
+    }
+
+
+def _path_of(loc: Sequence[int | str], prefix: str) -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def format_errors(exc: ValidationError, prefix: str, *, option: bool = False) -> str:
+    """One line naming each error's place (``jobs[3].cpus: ...``; ``--cpus: ...`` for options)."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        where = _path_of(loc, prefix) if not option else ("--" + str(loc[0]).replace("_", "-") if loc else "options")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key; known: {', '.join(sorted(WorkflowEntry.model_fields))}"
+        elif err["type"] == "missing":
+            msg = "missing (every job needs name and command)"
+        elif err["type"] in ("model_type", "dict_type"):
+            msg = f"expected a mapping with name and command, got {_short(err.get('input'))}"
+        elif err["type"] == "list_type":
+            msg = f"expected a list of jobs, got {_short(err.get('input'))}"
+        parts.append(f"{where}: {msg}")
+    more = len(exc.errors()) - 3
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _to_spec(entry: WorkflowEntry, where: str, default_cwd: str, base_dir: Path | None) -> JobSpec:
+    command, env = entry.command, dict(entry.env)
+    if entry.inputs is not None or entry.outputs is not None:
         from metasched.runtime.remote.staging import STAGE_ENV, StageSpec, wrap_command
 
         try:
-            stage = StageSpec.from_workflow(entry, base_dir=base_dir, where=where)
+            stage = StageSpec.from_workflow(
+                {"inputs": entry.inputs, "outputs": entry.outputs}, base_dir=base_dir, where=where
+            )
         except ValueError as exc:
             raise StoreError(str(exc)) from None
         if not stage.is_empty:
@@ -149,23 +452,71 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: P
             command = wrap_command(command)
     return JobSpec(
         command=command,
-        name=str(entry["name"]),
-        after=[str(a) for a in after],
-        cpus=int(entry.get("cpus", 1)),
-        mem_mb=parse_mem_mb(entry.get("mem", 0)),
-        licences=parse_licences(entry.get("licences", entry.get("licenses"))),
-        time_s=parse_duration_s(entry.get("time", 0)),
-        cwd=str(entry.get("cwd", default_cwd)),
+        name=entry.name,
+        after=list(entry.after),
+        cpus=entry.cpus,
+        mem_mb=entry.mem,
+        licences=dict(entry.licences),
+        time_s=entry.time,
+        cwd=default_cwd if entry.cwd is None else entry.cwd,
         env=env,
-        max_attempts=int(entry.get("max_attempts", 3)),
-        deadline_s=parse_duration_s(entry["deadline"]) if entry.get("deadline") else None,
-        user_class=str(entry.get("user_class", "regular")).lower(),
-        params=parse_params(entry.get("params"), where),
+        max_attempts=entry.max_attempts,
+        deadline_s=entry.deadline,
+        user_class=entry.user_class,
+        params=dict(entry.params),
     )
 
 
+def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: Path | None = None) -> JobSpec:
+    """One YAML entry -> :class:`JobSpec`; a refusal names the entry's field (``jobs[0].cpus: ...``).
+
+    ``inputs``/``outputs`` (issue 9, staging; local paths relative to ``base_dir``) wrap the command in the
+    staging protocol of :mod:`metasched.runtime.remote.staging` and carry the spec in the job's env.
+    """
+    where = f"jobs[{index}]"
+    try:
+        model = WorkflowEntry.model_validate(entry)
+    except ValidationError as exc:
+        raise StoreError(format_errors(exc, where)) from None
+    return _to_spec(model, where, default_cwd, base_dir)
+
+
+def submit_spec(command: str, cwd: str, **options: Any) -> JobSpec:
+    """``metasched submit``'s options -> :class:`JobSpec`, checked as a workflow entry is; a refusal
+    names the option (``--cpus: cpus must be a whole number from 1 to ...``)."""
+    try:
+        opts = SubmitOptions.model_validate({k: v for k, v in options.items() if v is not None})
+    except ValidationError as exc:
+        raise StoreError(format_errors(exc, "", option=True)) from None
+    if not command.strip() or "\x00" in command:
+        raise StoreError("the command must be non-empty text (after --)")
+    return JobSpec(
+        command=command,
+        name=opts.name,
+        after=list(opts.after),
+        cpus=opts.cpus,
+        mem_mb=opts.mem,
+        licences=dict(opts.licences),
+        time_s=opts.time,
+        cwd=cwd,
+        max_attempts=opts.max_attempts,
+        deadline_s=opts.deadline,
+        user_class=opts.user_class,
+        params=dict(opts.params),
+    )
+
+
+# ----------------------------------------------------------------------------- Trellis lines
+
+
+def trellis_name(label: str) -> str:
+    """The job name of a Trellis label: the label, or ``L<label>`` when it is all digits (a name of
+    digits only would mean a job id)."""
+    return f"L{label}" if label.isdigit() else label
+
+
 def parse_trellis_line(line: str, lineno: int, default_cwd: str = "") -> JobSpec:
-    """``[mqsub.py] -deps "A B" -l LABEL -c "COMMAND"`` -> :class:`JobSpec`."""
+    """``[mqsub.py] -deps "A B" -l LABEL -c "COMMAND"`` -> :class:`JobSpec` (see :func:`trellis_name`)."""
     try:
         tokens = shlex.split(line)
     except ValueError as exc:
@@ -189,27 +540,114 @@ def parse_trellis_line(line: str, lineno: int, default_cwd: str = "") -> JobSpec
         else:
             raise StoreError(f"line {lineno}: unknown flag {flag!r} (Trellis lines use -deps, -l, -c)")
         i += 2
-    if not label or not command:
+    if not label or not label.strip() or not command or not command.strip():
         raise StoreError(f"line {lineno}: a Trellis line needs -l LABEL and -c COMMAND")
-    return JobSpec(command=command, name=label, after=deps, cwd=default_cwd)
+    if "\x00" in line:
+        raise StoreError(f"line {lineno}: NUL byte")
+    return JobSpec(command=command, name=trellis_name(label), after=[trellis_name(d) for d in deps], cwd=default_cwd)
+
+
+# ----------------------------------------------------------------------------- the file
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Refuse YAML nested deeper than :data:`MAX_DEPTH` or whose aliases stand for far more nodes than
+    the file has (the "billion laughs"), before anything is built from it. Scans the parser's
+    events (libyaml's, in C, when present)."""
+    depth = 0
+    nodes = 0
+    expanded = 0
+    # Per open collection: [expanded nodes inside it, its anchor]
+    stack: list[list[Any]] = [[0, None]]
+    sizes: dict[str, int] = {}
+    event: Any
+    for event in yaml.parse(text, Loader=_Loader):
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            nodes += 1
+            stack[-1][0] += 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif kind is yaml.AliasEvent:
+            size = sizes.get(event.anchor, 1)
+            stack[-1][0] += size
+            expanded += size
+            if expanded > _ALIAS_FACTOR * nodes + _ALIAS_SLACK:
+                raise StoreError(
+                    f"{source}: YAML aliases expand to more than {_ALIAS_FACTOR} x the file's nodes + {_ALIAS_SLACK}"
+                    " (refused: alias bomb?)"
+                )
+        elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+            nodes += 1
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise StoreError(f"{source}:{line}: YAML nested deeper than {MAX_DEPTH} levels")
+            stack.append([1, event.anchor])
+        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+            depth -= 1
+            size, anchor = stack.pop()
+            stack[-1][0] += size
+            if anchor:
+                sizes[anchor] = size
+
+
+def _decode(data: bytes, source: str) -> str:
+    if b"\x00" in data:
+        raise StoreError(f"{source}: binary file (NUL bytes), not a YAML or Trellis workflow")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{source}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
 def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
-    """Read a workflow file: a YAML list of jobs, or Trellis ``-deps/-l/-c`` lines."""
+    """Read a workflow file: a YAML list of jobs, or Trellis ``-deps/-l/-c`` lines.
+
+    Every refusal is a :class:`StoreError` naming the file and the place (``FILE: jobs[3].cpus: ...``).
+    """
     path = Path(path)
+    source = str(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise StoreError(f"cannot read workflow {path}: {exc.strerror}") from None
+    text = _decode(data, source)
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if lines and all(re.search(r"(^|\s)-(l|c)\s", ln) for ln in lines):
-        return [parse_trellis_line(ln, n + 1, default_cwd) for n, ln in enumerate(lines)]
+        try:
+            return [parse_trellis_line(ln, n + 1, default_cwd) for n, ln in enumerate(lines)]
+        except StoreError as exc:
+            raise StoreError(f"{source}: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        _check_shape(text, source)
+        loaded = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
-        raise StoreError(f"{path}: not valid YAML ({exc})") from None
-    if isinstance(data, dict) and "jobs" in data:
-        data = data["jobs"]
-    if not isinstance(data, list):
-        raise StoreError(f"{path}: expected a YAML list of jobs (or Trellis -deps/-l/-c lines)")
-    return [spec_from_mapping(e, i, default_cwd, base_dir=path.resolve().parent) for i, e in enumerate(data)]
+        raise StoreError(f"{source}: not valid YAML ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise StoreError(f"{source}: YAML nested too deeply") from None
+    prefix = "jobs"
+    if isinstance(loaded, dict) and set(loaded) == {"jobs"}:
+        loaded = loaded["jobs"]
+    elif isinstance(loaded, dict) and "jobs" in loaded:
+        extra = ", ".join(sorted(map(str, set(loaded) - {"jobs"})))
+        raise StoreError(
+            f"{source}: unknown top-level key(s) {extra} (a workflow is a list of jobs or {{jobs: [...]}})"
+        )
+    if loaded is None:
+        return []
+    if not isinstance(loaded, list):
+        raise StoreError(f"{source}: expected a YAML list of jobs (or Trellis -deps/-l/-c lines)")
+    try:
+        entries = _ENTRIES.validate_python(loaded)
+    except ValidationError as exc:
+        raise StoreError(f"{source}: {format_errors(exc, prefix)}") from None
+    except RecursionError:
+        raise StoreError(f"{source}: YAML nested too deeply") from None
+    base_dir = path.resolve().parent if any(e.inputs is not None or e.outputs is not None for e in entries) else None
+    try:
+        return [_to_spec(e, f"jobs[{i}]", default_cwd, base_dir) for i, e in enumerate(entries)]
+    except StoreError as exc:
+        raise StoreError(f"{source}: {exc}") from None
