@@ -19,14 +19,8 @@ from rich.live import Live
 from rich.table import Table
 
 from metasched.cli.main import app
-from metasched.runtime.metaqueue.records import JobSpec, StoreError
-from metasched.runtime.metaqueue.workflow import (
-    parse_duration_s,
-    parse_licences,
-    parse_mem_mb,
-    parse_params,
-    read_workflow,
-)
+from metasched.runtime.metaqueue.records import StoreError
+from metasched.runtime.metaqueue.workflow import read_workflow, submit_spec
 
 if TYPE_CHECKING:
     from metasched.runtime.metaqueue.store import Store
@@ -50,18 +44,18 @@ def _open(db: str | None) -> Store:
     try:
         return Store.open(db)
     except StoreError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise _fail(str(exc)) from None
 
 
 def _fail(msg: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {msg}")
+    typer.echo(f"error: {' '.join(msg.split())}", err=True)
     return typer.Exit(2)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def submit(
     command: Annotated[list[str], typer.Argument(help="The command line (after --).")],
-    name: Annotated[str | None, typer.Option(help="Job name (unique), for --after and status.")] = None,
+    name: Annotated[str | None, typer.Option(help="Job name (unique, not all digits), for --after and status.")] = None,
     after: Annotated[str, typer.Option(help="Comma-separated names or ids this job waits for.")] = "",
     cpus: Annotated[int, typer.Option(help="CPUs the job needs.")] = 1,
     mem: Annotated[str, typer.Option(help="Memory, e.g. 512M or 4G.")] = "0",
@@ -78,26 +72,40 @@ def submit(
     db: DbOpt = None,
 ) -> None:
     """Add one job: metasched submit [--name N] [--after A,B] [--cpus C] [--mem M] [--licence L] [--time T] -- CMD..."""
-    store = _open(db)
     try:
-        spec = JobSpec(
-            command=command[0] if len(command) == 1 else shlex.join(command),
+        # One typed description with the workflow file's entries: the same checks, errors naming the option.
+        spec = submit_spec(
+            command[0] if len(command) == 1 else shlex.join(command),
+            os.getcwd(),
             name=name,
             after=[a.strip() for a in after.split(",") if a.strip()],
             cpus=cpus,
-            mem_mb=parse_mem_mb(mem),
-            licences=parse_licences(licence or []),
-            deadline_s=parse_duration_s(deadline) if deadline else None,
-            user_class=user_class.lower(),
-            params=parse_params(param or []),
-            time_s=parse_duration_s(time_),
-            cwd=os.getcwd(),
+            mem=mem,
+            licences=licence or [],
+            time=time_,
+            deadline=deadline,
+            user_class=user_class,
+            params=param or [],
             max_attempts=max_attempts,
         )
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    store = _open(db)
+    try:
         (job_id,) = store.submit([spec])
     except StoreError as exc:
         raise _fail(str(exc)) from None
     typer.echo(job_id)
+
+
+@app.command("workflow-schema")
+def workflow_schema() -> None:
+    """Print the JSON Schema of a workflow file (also shipped as metasched/runtime/metaqueue/workflow.schema.json)."""
+    import json
+
+    from metasched.runtime.metaqueue.workflow import workflow_json_schema
+
+    typer.echo(json.dumps(workflow_json_schema(), indent=2))
 
 
 @app.command("submit-workflow")

@@ -97,7 +97,14 @@ HEAD_REVISION = "0003"
 def metasched_home() -> Path:
     """``$METASCHED_HOME`` or ``~/.metasched`` (created on first use)."""
     home = Path(os.environ.get("METASCHED_HOME") or Path.home() / ".metasched")
-    home.mkdir(parents=True, exist_ok=True)
+    if home.exists() and not home.is_dir():
+        raise StoreError(f"METASCHED_HOME is not a directory, {home}")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create METASCHED_HOME ({exc.strerror}), {home}") from None
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise StoreError(f"METASCHED_HOME is not writable, {home}")
     return home
 
 

@@ -71,6 +71,14 @@ except OSError:  # not glibc Linux: children then outlive a kill -9 of the agent
     _LIBC = None
 
 
+def start_failure_reason(cwd: str, exc: OSError) -> str:
+    """Why a job could not start. A missing working directory is named as such: ``posix_spawn``
+    reports a failed chdir as the shell's ENOENT (it blamed ``/bin/bash``)."""
+    if cwd and not os.path.isdir(cwd):
+        return f"working directory does not exist (or is not a directory), {cwd}"
+    return str(exc)
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -505,7 +513,7 @@ class Agent:
         self._log_dir_made = False  # (in case the log directory is what vanished)
         with contextlib.suppress(OSError):
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            Path(err).write_text(f"metasched: cannot start job: {exc}\n")
+            Path(err).write_text(f"metasched: cannot start job: {start_failure_reason(job.cwd, exc)}\n")
         self.pending.append(Completion(job.job_id, job.attempt, 127, now, time.time(), out, err))
 
     def _started(self, job: ClaimedJob, proc: subprocess.Popen[bytes] | Child, now: float, out: str, err: str) -> None:
