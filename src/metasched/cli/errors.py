@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["DEBUG_FLAG", "describe", "run", "split_debug"]
+__all__ = ["DEBUG_FLAG", "bad_input", "describe", "run", "split_debug"]
 
 DEBUG_FLAG = "--debug"
 EXIT_BAD_INPUT = 2
@@ -82,6 +82,16 @@ def describe(exc: BaseException) -> str | None:
     if isinstance(exc, RecursionError):
         return "input nested too deeply"
     return None
+
+
+def bad_input(exc: BaseException) -> SystemExit:
+    """For a command that handles a known error itself (so that it also reads well when the command
+    is invoked without :func:`run`, as tests do): print the boundary's line (and, with ``--debug``,
+    the traceback) and return the exit to raise (status 2)."""
+    if os.environ.get("METASCHED_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(exc)
+    sys.stderr.write(f"error: {_one_line(describe(exc) or str(exc))}\n")
+    return SystemExit(EXIT_BAD_INPUT)
 
 
 def run(main: Callable[..., Any], argv: Sequence[str] | None = None) -> None:

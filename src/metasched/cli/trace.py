@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from metasched.cli.errors import bad_input
 from metasched.workload.generate import CTC_PROCS, ctc_like, synthetic
 from metasched.workload.info import describe
 from metasched.workload.swf import SwfError, read_swf, write_swf
@@ -39,8 +40,7 @@ def info(
     try:
         workload = read_swf(file, allow_overrun=allow_overrun, max_procs=procs)
     except SwfError as err:
-        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from err
+        raise bad_input(err) from err
     d = describe(workload)
     if as_json:
         typer.echo(json.dumps(d, indent=2, default=str))

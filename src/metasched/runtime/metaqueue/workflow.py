@@ -416,12 +416,19 @@ def _path_of(loc: Sequence[int | str], prefix: str) -> str:
     return out
 
 
+_OPTIONS = {"licences": "--licence", "params": "--param"}
+
+
+def _option_name(field: str) -> str:
+    return _OPTIONS.get(field, "--" + field.replace("_", "-"))
+
+
 def format_errors(exc: ValidationError, prefix: str, *, option: bool = False) -> str:
     """One line naming each error's place (``jobs[3].cpus: ...``; ``--cpus: ...`` for options)."""
     parts = []
     for err in exc.errors()[:3]:
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-        where = _path_of(loc, prefix) if not option else ("--" + str(loc[0]).replace("_", "-") if loc else "options")
+        where = _path_of(loc, prefix) if not option else (_option_name(str(loc[0])) if loc else "options")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown key; known: {', '.join(sorted(WorkflowEntry.model_fields))}"
