@@ -26,9 +26,13 @@ Normalisation (:func:`normalise`), applied by :func:`read_swf`:
   :attr:`Workload.notes`.
 
 Malformed input raises :class:`SwfError` naming the file and line: wrong field count, a non-numeric
-(or non-finite) field, a non-integral job number or processor count, a negative submit time, a
+(or non-finite) field (numbers are plain decimals: ``1_0``, which Python's ``float`` reads as 10, is
+refused), an integer field (job number, processors, status, user ... preceding job) outside the
+signed 64-bit range, a non-integral job number or processor count, a negative submit time, a
 duplicate job number, a job wider than the machine (when the machine size is known from the header
-or the caller).
+or the caller), a line with NUL bytes (a binary file). A truncated, corrupt or non-gzip ``.gz`` file
+raises :class:`SwfError` naming the file (and the last line read). Both engines read every file the
+same way (the fuzz suite, ``tests/fuzz/test_swf_fuzz.py``, checks it on a mutation corpus).
 
 The header is the ``; Key: value`` comment lines before the first job line (a repeated key's values
 are joined by newlines, an indented line continues the previous key); later comments are ignored.
