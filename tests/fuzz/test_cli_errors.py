@@ -131,3 +131,20 @@ def test_main_is_hooked_and_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert plain.returncode == 2 and plain.stderr.startswith("error: ") and "Traceback" not in plain.stderr
     debug = subprocess.run([*cmd[:3], "--debug", *cmd[3:]], capture_output=True, text=True, timeout=120)
     assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def test_usage_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for args, where in (
+        (["simulate", "--trace", str(tmp_path / "nope.swf")], "--trace"),
+        (["submit", "--cpus", "abc", "--", "true"], "--cpus"),
+        (["no-such-command"], "no-such-command"),
+    ):
+        code, _, err = _cli(args, capsys)
+        assert code == 2 and where in _one_error_line(err)
+
+
+def test_empty_trace_cannot_be_simulated_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.swf"
+    empty.write_text("; MaxProcs: 8\n")
+    code, _, err = _cli(["simulate", "--trace", str(empty), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "no job" in _one_error_line(err)

@@ -18,7 +18,7 @@ import sys
 import traceback
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["DEBUG_FLAG", "bad_input", "describe", "run", "split_debug"]
 
@@ -101,24 +101,48 @@ def run(main: Callable[..., Any], argv: Sequence[str] | None = None) -> None:
     if debug:
         os.environ["METASCHED_DEBUG"] = "1"
     try:
-        main(args=args, prog_name="metasched")
+        # Not click's standalone mode: it would print a usage error as a framed block, and turn an
+        # EOFError (a truncated gzip file read by a command) into a bare "Aborted!".
+        code = main(args=args, prog_name="metasched", standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except SystemExit:
         raise
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     except Exception as exc:  # the boundary: every error ends here
-        if debug:
-            traceback.print_exception(exc)
-        message = describe(exc)
-        if message is not None:
-            sys.stderr.write(f"error: {_one_line(message)}\n")
-            sys.exit(EXIT_BAD_INPUT)
-        sys.stderr.write(
-            f"error: internal error {type(exc).__name__}: {_one_line(str(exc))} "
-            f"(a bug: run with {DEBUG_FLAG} for the traceback and report it)\n"
-        )
-        sys.exit(EXIT_INTERNAL)
+        # Typer ships its own copy of click: its exceptions are recognised by their interface.
+        if type(exc).__name__ == "Abort":
+            if isinstance(exc.__context__, EOFError):
+                _report(exc.__context__, debug)
+            sys.stderr.write("interrupted\n")
+            sys.exit(130)
+        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+            # A usage error (bad option value, missing argument): one line too, naming the option.
+            if debug:
+                traceback.print_exception(exc)
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+            message = _one_line(exc.format_message())
+            if message:  # (empty: a group run without a command, whose help was printed)
+                sys.stderr.write(f"error: {message}{hint}\n")
+            sys.exit(getattr(exc, "exit_code", EXIT_BAD_INPUT))
+        _report(exc, debug)
+
+
+def _report(exc: BaseException, debug: bool) -> NoReturn:
+    """Print the one line for ``exc`` (and its traceback with ``debug``) and exit."""
+    if debug:
+        traceback.print_exception(exc)
+    message = describe(exc)
+    if message is not None:
+        sys.stderr.write(f"error: {_one_line(message)}\n")
+        sys.exit(EXIT_BAD_INPUT)
+    sys.stderr.write(
+        f"error: internal error {type(exc).__name__}: {_one_line(str(exc))} "
+        f"(a bug: run with {DEBUG_FLAG} for the traceback and report it)\n"
+    )
+    sys.exit(EXIT_INTERNAL)
 
 
 def _one_line(text: str) -> str:
