@@ -137,3 +137,25 @@ def test_simulating_a_huge_machine_does_not_allocate_per_processor(tmp_path: Pat
         tracemalloc.stop()
     assert peak < 20_000_000
     assert list(schedule.start_time) == list(small.start_time)
+
+
+@pytest.mark.parametrize("key", ["fcfs", "easy", "conservative"])
+def test_simulating_huge_times_does_not_allocate_per_second(tmp_path: Path, key: str) -> None:
+    import tracemalloc
+
+    from metasched.policy.local import REGISTRY
+    from metasched.sim.replay import simulate
+
+    path = tmp_path / "long.swf"
+    big = 10**15
+    rows = [f"{i} {i * big} 0 {big} {1 + i % 8} -1 -1 {1 + i % 8} {big} -1 1 1 1 -1 1 -1 -1 -1" for i in range(1, 30)]
+    path.write_text("; MaxProcs: 8\n" + "\n".join(rows) + "\n")
+    jobs = read_swf(path).jobs
+    simulate(jobs, 8, REGISTRY[key]())  # warm
+    tracemalloc.start()
+    try:
+        schedule = simulate(jobs, 8, REGISTRY[key]())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000 and schedule.is_complete
