@@ -170,3 +170,16 @@ def test_json_schema_is_published_and_matches(tmp_path: Path) -> None:
     assert entry["additionalProperties"] is False
     shipped = Path(__file__).resolve().parents[2] / "src/metasched/runtime/metaqueue/workflow.schema.json"
     assert json.loads(shipped.read_text()) == schema, "regenerate with: metasched workflow-schema > " + str(shipped)
+
+
+def test_deep_yaml_is_refused_without_libyaml_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from metasched.runtime.metaqueue import workflow
+
+    monkeypatch.setattr(workflow, "_Loader", yaml.SafeLoader)
+    f = _wf(tmp_path, "- name: a\n  command: x\n  env: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(StoreError, match="nested deeper than 64"):
+        read_workflow(f)
+    (spec,) = read_workflow(_wf(tmp_path, "- {name: a, command: x, cpus: 2}\n"))
+    assert spec.cpus == 2
