@@ -237,9 +237,11 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
                         ok = False
                     if not ok:
                         raise SwfError(source, lineno, f"field {name!r} is not a finite number: {raw!r}") from None
-            for k in _INT_FIELDS:
-                v = values[k]
-                if not _INT64_MIN <= v < _INT64_END:
+            if max(values) >= _INT64_END or min(values) < _INT64_MIN:  # (rare: one C pass per line)
+                for k in _INT_FIELDS:
+                    v = values[k]
+                    if _INT64_MIN <= v < _INT64_END:
+                        continue
                     raise SwfError(
                         source, lineno, f"field {FIELDS[k]!r} is out of range (64-bit integer): {parts[k]!r}"
                     )
