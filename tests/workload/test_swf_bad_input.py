@@ -159,3 +159,11 @@ def test_simulating_huge_times_does_not_allocate_per_second(tmp_path: Path, key:
     finally:
         tracemalloc.stop()
     assert peak < 20_000_000 and schedule.is_complete
+
+
+def test_utf8_byte_order_mark_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "bom.swf"
+    path.write_bytes(b"\xef\xbb\xbf; MaxProcs: 8\n" + LINE.encode())
+    for read in (read_swf, read_swf_python):
+        w = read(path)
+        assert w.max_procs == 8 and len(w.jobs) == 1

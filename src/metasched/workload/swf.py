@@ -30,7 +30,8 @@ Malformed input raises :class:`SwfError` naming the file and line: wrong field c
 refused), an integer field (job number, processors, status, user ... preceding job) outside the
 signed 64-bit range, a non-integral job number or processor count, a negative submit time, a
 duplicate job number, a job wider than the machine (when the machine size is known from the header
-or the caller), a line with NUL bytes (a binary file). A truncated, corrupt or non-gzip ``.gz`` file
+or the caller), a line with NUL bytes (a binary file, or UTF-16/32 text; a UTF-8 byte-order mark
+at the start is skipped). A truncated, corrupt or non-gzip ``.gz`` file
 raises :class:`SwfError` naming the file (and the last line read). Both engines read every file the
 same way (the fuzz suite, ``tests/fuzz/test_swf_fuzz.py``, checks it on a mutation corpus).
 
@@ -107,6 +108,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _INT_FIELDS = (0, 4, 7, 10, 11, 12, 13, 14, 15, 16)
 _INT64_MIN = -(2.0**63)
 _INT64_END = 2.0**63
+
+_UTF8_BOM = "\xef\xbb\xbf"
 
 #: What a truncated, corrupt or non-gzip ``.gz`` file raises while it is read.
 _DECOMPRESS_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
@@ -212,8 +215,10 @@ def iter_records(path: str | os.PathLike[str], *, header: dict[str, str] | None 
             if item is None:
                 break
             lineno, text = item
+            if lineno == 1 and text.startswith(_UTF8_BOM):  # an editor's UTF-8 byte-order mark, read as latin-1
+                text = text[len(_UTF8_BOM) :]
             if "\x00" in text:
-                raise SwfError(source, lineno, "binary data (NUL bytes): not a text SWF file")
+                raise SwfError(source, lineno, "NUL bytes: a binary file or UTF-16/32 text, not an SWF text file")
             parts = text.split()
             if not parts:
                 continue
