@@ -160,7 +160,7 @@ def test_trellis_example_of_the_user_guide_is_accepted(tmp_path: Path) -> None:
 
 
 def test_json_schema_is_published_and_matches(tmp_path: Path) -> None:
-    from metasched.runtime.metaqueue.workflow import workflow_json_schema
+    from metasched.runtime.metaqueue.workflow_model import workflow_json_schema
 
     schema = workflow_json_schema()
     json.dumps(schema)
@@ -178,8 +178,42 @@ def test_deep_yaml_is_refused_without_libyaml_too(tmp_path: Path, monkeypatch: p
     from metasched.runtime.metaqueue import workflow
 
     monkeypatch.setattr(workflow, "_Loader", yaml.SafeLoader)
+    assert workflow._loader() is yaml.SafeLoader
     f = _wf(tmp_path, "- name: a\n  command: x\n  env: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(StoreError, match="nested deeper than 64"):
         read_workflow(f)
     (spec,) = read_workflow(_wf(tmp_path, "- {name: a, command: x, cpus: 2}\n"))
     assert spec.cpus == 2
+
+
+def test_submit_options_and_the_model_agree() -> None:
+    """``metasched submit`` (no pydantic) and the pydantic SubmitOptions apply the same checks."""
+    from pydantic import ValidationError
+
+    from metasched.runtime.metaqueue.workflow import submit_spec
+    from metasched.runtime.metaqueue.workflow_model import SubmitOptions
+
+    cases: list[dict[str, object]] = [{"cpus": 0}, {"cpus": 2}, {"time": "1:-30"}, {"time": "10m"}, {"licences": [""]}, {"name": "12"},
+             {"deadline": "0"}, {"mem": "4G"}, {"params": ["n=nan"]}, {"user_class": "Gold"}]  # fmt: skip
+    for options in cases:
+        try:
+            model: object = SubmitOptions.model_validate(options)
+        except ValidationError:
+            model = None
+        try:
+            spec: object = submit_spec("true", "/", **options)
+        except StoreError:
+            spec = None
+        assert (model is None) == (spec is None), options
+
+
+def test_submit_needs_neither_pydantic_nor_yaml() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from metasched.runtime.metaqueue.workflow import submit_spec; submit_spec('true', '/', cpus=2);"
+        "print(sorted(m for m in ('pydantic', 'yaml') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"

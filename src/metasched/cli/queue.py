@@ -103,7 +103,7 @@ def workflow_schema() -> None:
     """Print the JSON Schema of a workflow file (also shipped as metasched/runtime/metaqueue/workflow.schema.json)."""
     import json
 
-    from metasched.runtime.metaqueue.workflow import workflow_json_schema
+    from metasched.runtime.metaqueue.workflow_model import workflow_json_schema
 
     typer.echo(json.dumps(workflow_json_schema(), indent=2))
 

@@ -1,9 +1,12 @@
 """Workflow files and resource strings: YAML job lists and Trellis ``mqsub`` lines -> :class:`JobSpec`.
 
-One typed description (:class:`WorkflowEntry`, pydantic) of a workflow entry, shared by ``submit``'s
-options (:class:`SubmitOptions`): every value is checked and a refusal names its place
-(``workflow.yaml: jobs[3].cpus: cpus must be a whole number >= 1, got 'abc'``). The JSON Schema of the
-file is :func:`workflow_json_schema` (``metasched workflow-schema``).
+One typed description of a job's fields (:data:`FIELD_PARSERS`), from which the pydantic model of a
+workflow entry (:class:`~metasched.runtime.metaqueue.workflow_model.WorkflowEntry`) and ``submit``'s
+options (:func:`submit_spec`) are checked: every value is checked and a refusal names its place
+(``workflow.yaml: jobs[3].cpus: cpus must be a whole number from 1 to ..., got 'abc'``; ``--cpus: ...``).
+The JSON Schema of the file is
+:func:`~metasched.runtime.metaqueue.workflow_model.workflow_json_schema` (``metasched workflow-schema``).
+This module loads neither pydantic nor PyYAML until a file is read (``metasched submit`` needs neither).
 
 YAML: a list of mappings (or ``{jobs: [...]}``) with ``name``, ``command`` and optional ``after``
 (list of names, or one name), ``cpus``, ``mem`` ("512M", "4G", or MB as a number), ``time`` (seconds,
@@ -30,29 +33,20 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
-
-import yaml
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    WithJsonSchema,
-    model_validator,
-)
+from typing import TYPE_CHECKING, Any
 
 from metasched.runtime.metaqueue.records import JobSpec, StoreError
 
+if TYPE_CHECKING:
+    from metasched.runtime.metaqueue.workflow_model import WorkflowEntry
+
 __all__ = [
+    "FIELD_PARSERS",
     "MAX_INT",
     "MAX_SECONDS",
-    "SubmitOptions",
-    "WorkflowEntry",
+    "SUBMIT_OPTIONS",
     "parse_duration_s",
     "parse_licences",
     "parse_mem_mb",
@@ -60,8 +54,8 @@ __all__ = [
     "parse_trellis_line",
     "read_workflow",
     "spec_from_mapping",
+    "submit_spec",
     "trellis_name",
-    "workflow_json_schema",
 ]
 
 #: The store keeps cpus, mem_mb and attempts in INTEGER columns (32-bit on PostgreSQL).
@@ -200,18 +194,6 @@ def parse_params(value: Any, where: str = "job") -> dict[str, float]:
 # ----------------------------------------------------------------------------- one typed description
 
 
-def _check(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A pydantic before-validator from a parser raising StoreError (its message becomes the error's)."""
-
-    def validate(value: Any) -> Any:
-        try:
-            return fn(value)
-        except StoreError as exc:
-            raise ValueError(str(exc)) from None
-
-    return validate
-
-
 def _text(what: str, *, empty_ok: bool = False) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         if not isinstance(value, str):
@@ -286,162 +268,45 @@ def _params(value: Any) -> dict[str, float]:
     return out
 
 
-_DURATION_SCHEMA = {
-    "anyOf": [
-        {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
-        {"type": "string", "description": "90, 90s, 10m, 2h, 1d or H:MM:SS"},
-    ]
+#: The checks of every field a job has however it is submitted, by field name: the one description
+#: that the workflow file's pydantic model (:mod:`.workflow_model`) and ``metasched submit`` share.
+FIELD_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "name": _name,
+    "after": _after,
+    "cpus": lambda v: _count(v, "cpus", 1, MAX_INT),
+    "mem": parse_mem_mb,
+    "time": parse_duration_s,
+    "licences": parse_licences,
+    "max_attempts": lambda v: _count(v, "max_attempts", 1, MAX_ATTEMPTS),
+    "deadline": _deadline,
+    "user_class": _user_class,
+    "params": _params,
+    "command": _text("command"),
+    "cwd": lambda v: None if v is None else _text("cwd")(v),
+    "env": _env,
 }
-_NAME_SCHEMA = {"type": "string", "minLength": 1, "not": {"pattern": "^[0-9]+$"}}
-
-Name = Annotated[str, BeforeValidator(_check(_name)), WithJsonSchema(_NAME_SCHEMA)]
-Command = Annotated[str, BeforeValidator(_check(_text("command"))), WithJsonSchema({"type": "string", "minLength": 1})]
-After = Annotated[
-    list[str],
-    BeforeValidator(_check(_after)),
-    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
-]
-Cpus = Annotated[
-    int,
-    BeforeValidator(_check(lambda v: _count(v, "cpus", 1, MAX_INT))),
-    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_INT}),
-]
-MemMb = Annotated[
-    int,
-    BeforeValidator(_check(parse_mem_mb)),
-    WithJsonSchema(
-        {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "description": "512M, 4G, 1T, 2048k"}]}
-    ),
-]
-Seconds = Annotated[float, BeforeValidator(_check(parse_duration_s)), WithJsonSchema(_DURATION_SCHEMA)]
-Deadline = Annotated[float | None, BeforeValidator(_check(_deadline)), WithJsonSchema(_DURATION_SCHEMA)]
-Licences = Annotated[
-    dict[str, int],
-    BeforeValidator(_check(parse_licences)),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
-                {"type": "array", "items": {"type": "string", "minLength": 1}},
-                {"type": "string", "description": "a,b:2"},
-            ]
-        }
-    ),
-]
-Env = Annotated[
-    dict[str, str],
-    BeforeValidator(_check(_env)),
-    WithJsonSchema({"type": "object", "additionalProperties": {"type": ["string", "number"]}}),
-]
-Attempts = Annotated[
-    int,
-    BeforeValidator(_check(lambda v: _count(v, "max_attempts", 1, MAX_ATTEMPTS))),
-    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_ATTEMPTS}),
-]
-UserClass = Annotated[
-    str, BeforeValidator(_check(_user_class)), WithJsonSchema({"enum": ["gold", "silver", "regular"]})
-]
-Params = Annotated[
-    dict[str, float],
-    BeforeValidator(_check(_params)),
-    WithJsonSchema({"type": "object", "additionalProperties": {"type": "number"}}),
-]
-Cwd = Annotated[str | None, BeforeValidator(_check(lambda v: None if v is None else _text("cwd")(v)))]
+#: ``metasched submit``'s option for each field it takes.
+SUBMIT_OPTIONS = {
+    "name": "--name",
+    "after": "--after",
+    "cpus": "--cpus",
+    "mem": "--mem",
+    "time": "--time",
+    "licences": "--licence",
+    "max_attempts": "--max-attempts",
+    "deadline": "--deadline",
+    "user_class": "--user-class",
+    "params": "--param",
+}
 
 
-class _JobFields(BaseModel):
-    """The fields a job has however it is submitted (a workflow entry, ``metasched submit``)."""
+def __getattr__(name: str) -> Any:
+    # The pydantic models load pydantic (~0.2 s): only the commands that read workflow files pay for it.
+    if name in ("WorkflowEntry", "SubmitOptions", "workflow_json_schema", "format_errors"):
+        from metasched.runtime.metaqueue import workflow_model
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    after: After = Field(default_factory=list, description="Names (or quoted ids) this job waits for.")
-    cpus: Cpus = Field(1, description="CPUs the job needs.")
-    mem: MemMb = Field(0, description="Memory in MB (a number) or with a unit: 512M, 4G.")
-    time: Seconds = Field(0.0, description="Wall-time estimate in seconds, or 90s, 10m, 2h, H:MM:SS.")
-    licences: Licences = Field(default_factory=dict, description="{name: count}, a list of names, or 'a,b:2'.")
-    max_attempts: Attempts = Field(3, description="Runs allowed when placeholders vanish.")
-    deadline: Deadline = Field(None, description="Wanted done within this long of submission (> 0).")
-    user_class: UserClass = Field("regular", description="gold, silver or regular.")
-    params: Params = Field(default_factory=dict, description="{name: number} for the kind's run-time formula.")
-
-
-class WorkflowEntry(_JobFields):
-    """One job of a workflow file."""
-
-    name: Name = Field(description="Unique job name (not all digits: digits mean job ids).")
-    command: Command = Field(description="Shell command line (quote it when YAML would read a number or boolean).")
-    cwd: Cwd = Field(None, description="Working directory (default: where you submit from).")
-    env: Env = Field(default_factory=dict, description="Extra environment variables.")
-    inputs: Any = Field(None, description="Files staged in before the job (remote sites).")
-    outputs: Any = Field(None, description="Files staged out after the job (remote sites).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _licenses_spelling(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "licenses" in data:
-            if "licences" in data:
-                raise ValueError("give licences or licenses, not both")
-            data = {("licences" if k == "licenses" else k): v for k, v in data.items()}
-        return data
-
-
-class SubmitOptions(_JobFields):
-    """The options of ``metasched submit`` (the same checks as a workflow entry)."""
-
-    name: Name | None = None
-
-
-_ENTRIES: TypeAdapter[list[WorkflowEntry]] = TypeAdapter(list[WorkflowEntry])
-
-
-def workflow_json_schema() -> dict[str, Any]:
-    """JSON Schema of a workflow file: a list of entries, or a mapping ``{jobs: [...]}``."""
-    entries = _ENTRIES.json_schema()
-    defs = entries.pop("$defs", {})
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "metasched workflow file",
-        "description": "metasched submit-workflow: a YAML list of jobs (or {jobs: [...]}).",
-        "anyOf": [
-            entries,
-            {"type": "object", "properties": {"jobs": entries}, "required": ["jobs"], "additionalProperties": False},
-        ],
-        "$defs": defs,
-    }
-
-
-def _path_of(loc: Sequence[int | str], prefix: str) -> str:
-    out = prefix
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-_OPTIONS = {"licences": "--licence", "params": "--param"}
-
-
-def _option_name(field: str) -> str:
-    return _OPTIONS.get(field, "--" + field.replace("_", "-"))
-
-
-def format_errors(exc: ValidationError, prefix: str, *, option: bool = False) -> str:
-    """One line naming each error's place (``jobs[3].cpus: ...``; ``--cpus: ...`` for options)."""
-    parts = []
-    for err in exc.errors()[:3]:
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-        where = _path_of(loc, prefix) if not option else (_option_name(str(loc[0])) if loc else "options")
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown key; known: {', '.join(sorted(WorkflowEntry.model_fields))}"
-        elif err["type"] == "missing":
-            msg = "missing (every job needs name and command)"
-        elif err["type"] in ("model_type", "dict_type"):
-            msg = f"expected a mapping with name and command, got {_short(err.get('input'))}"
-        elif err["type"] == "list_type":
-            msg = f"expected a list of jobs, got {_short(err.get('input'))}"
-        parts.append(f"{where}: {msg}")
-    more = len(exc.errors()) - 3
-    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+        return getattr(workflow_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _to_spec(entry: WorkflowEntry, where: str, default_cwd: str, base_dir: Path | None) -> JobSpec:
@@ -481,6 +346,10 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: P
     ``inputs``/``outputs`` (issue 9, staging; local paths relative to ``base_dir``) wrap the command in the
     staging protocol of :mod:`metasched.runtime.remote.staging` and carry the spec in the job's env.
     """
+    from pydantic import ValidationError
+
+    from metasched.runtime.metaqueue.workflow_model import WorkflowEntry, format_errors
+
     where = f"jobs[{index}]"
     try:
         model = WorkflowEntry.model_validate(entry)
@@ -490,27 +359,34 @@ def spec_from_mapping(entry: Any, index: int, default_cwd: str = "", base_dir: P
 
 
 def submit_spec(command: str, cwd: str, **options: Any) -> JobSpec:
-    """``metasched submit``'s options -> :class:`JobSpec`, checked as a workflow entry is; a refusal
-    names the option (``--cpus: cpus must be a whole number from 1 to ...``)."""
-    try:
-        opts = SubmitOptions.model_validate({k: v for k, v in options.items() if v is not None})
-    except ValidationError as exc:
-        raise StoreError(format_errors(exc, "", option=True)) from None
+    """``metasched submit``'s options -> :class:`JobSpec`, with the checks of a workflow entry
+    (:data:`FIELD_PARSERS`); a refusal names the option (``--cpus: cpus must be a whole number ...``).
+    ``None`` means the option was not given."""
+    values: dict[str, Any] = {}
+    for key, value in options.items():
+        if key not in SUBMIT_OPTIONS:
+            raise TypeError(f"submit_spec: unknown option {key!r}")
+        if value is None:
+            continue
+        try:
+            values[key] = FIELD_PARSERS[key](value)
+        except StoreError as exc:
+            raise StoreError(f"{SUBMIT_OPTIONS[key]}: {exc}") from None
     if not command.strip() or "\x00" in command:
         raise StoreError("the command must be non-empty text (after --)")
     return JobSpec(
         command=command,
-        name=opts.name,
-        after=list(opts.after),
-        cpus=opts.cpus,
-        mem_mb=opts.mem,
-        licences=dict(opts.licences),
-        time_s=opts.time,
+        name=values.get("name"),
+        after=values.get("after", []),
+        cpus=values.get("cpus", 1),
+        mem_mb=values.get("mem", 0),
+        licences=values.get("licences", {}),
+        time_s=values.get("time", 0.0),
         cwd=cwd,
-        max_attempts=opts.max_attempts,
-        deadline_s=opts.deadline,
-        user_class=opts.user_class,
-        params=dict(opts.params),
+        max_attempts=values.get("max_attempts", 3),
+        deadline_s=values.get("deadline"),
+        user_class=values.get("user_class", "regular"),
+        params=values.get("params", {}),
     )
 
 
@@ -557,7 +433,17 @@ def parse_trellis_line(line: str, lineno: int, default_cwd: str = "") -> JobSpec
 
 # ----------------------------------------------------------------------------- the file
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: The YAML loader: libyaml's C ``CSafeLoader`` where present, else PyYAML's ``SafeLoader`` (set on first use).
+_Loader: Any = None
+
+
+def _loader() -> Any:
+    global _Loader
+    if _Loader is None:
+        import yaml
+
+        _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return _Loader
 
 
 def _check_shape(text: str, source: str) -> None:
@@ -571,7 +457,9 @@ def _check_shape(text: str, source: str) -> None:
     stack: list[list[Any]] = [[0, None]]
     sizes: dict[str, int] = {}
     event: Any
-    for event in yaml.parse(text, Loader=_Loader):
+    import yaml
+
+    for event in yaml.parse(text, Loader=_loader()):
         kind = type(event)
         if kind is yaml.ScalarEvent:
             nodes += 1
@@ -629,12 +517,14 @@ def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
             return [parse_trellis_line(ln, n + 1, default_cwd) for n, ln in enumerate(lines)]
         except StoreError as exc:
             raise StoreError(f"{source}: {exc}") from None
+    import yaml
+
     try:
         # Without an anchor there is no alias, and libyaml bounds nesting itself (1000 levels): the
         # scan (a fifth of a large file's reading) is needed only with anchors or the Python loader.
-        if "&" in text or _Loader is yaml.SafeLoader:
+        if "&" in text or _loader() is yaml.SafeLoader:
             _check_shape(text, source)
-        loaded = yaml.load(text, Loader=_Loader)
+        loaded = yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
         raise StoreError(f"{source}: not valid YAML ({' '.join(str(exc).split())})") from None
     except RecursionError:
@@ -651,8 +541,12 @@ def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
         return []
     if not isinstance(loaded, list):
         raise StoreError(f"{source}: expected a YAML list of jobs (or Trellis -deps/-l/-c lines)")
+    from pydantic import ValidationError
+
+    from metasched.runtime.metaqueue.workflow_model import ENTRIES, format_errors
+
     try:
-        entries = _ENTRIES.validate_python(loaded)
+        entries = ENTRIES.validate_python(loaded)
     except ValidationError as exc:
         raise StoreError(f"{source}: {format_errors(exc, prefix)}") from None
     except RecursionError:
