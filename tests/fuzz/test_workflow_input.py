@@ -193,8 +193,18 @@ def test_submit_options_and_the_model_agree() -> None:
     from metasched.runtime.metaqueue.workflow import submit_spec
     from metasched.runtime.metaqueue.workflow_model import SubmitOptions
 
-    cases: list[dict[str, object]] = [{"cpus": 0}, {"cpus": 2}, {"time": "1:-30"}, {"time": "10m"}, {"licences": [""]}, {"name": "12"},
-             {"deadline": "0"}, {"mem": "4G"}, {"params": ["n=nan"]}, {"user_class": "Gold"}]  # fmt: skip
+    cases: list[dict[str, object]] = [
+        {"cpus": 0},
+        {"cpus": 2},
+        {"time": "1:-30"},
+        {"time": "10m"},
+        {"licences": [""]},
+        {"name": "12"},
+        {"deadline": "0"},
+        {"mem": "4G"},
+        {"params": ["n=nan"]},
+        {"user_class": "Gold"},
+    ]
     for options in cases:
         try:
             model: object = SubmitOptions.model_validate(options)
