@@ -94,7 +94,7 @@ def test_workflow_errors_are_one_line(
     wf = tmp_path / "wf.yaml"
     wf.write_text("- {name: a, command: x}\n- {name: b, command: x, cpus: abc}\n")
     code, _, err = _cli(["submit-workflow", str(wf)], capsys)
-    assert code == 2 and f"{wf}: jobs[1].cpus: cpus must be a whole number" in _one_error_line(err)
+    assert code == 2 and f"{wf}:2: jobs[1].cpus: cpus must be a whole number" in _one_error_line(err)
     code, _, err = _cli(["submit-workflow", str(tmp_path / "missing.yaml")], capsys)
     assert code == 2 and "missing.yaml" in _one_error_line(err)
 

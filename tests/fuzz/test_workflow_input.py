@@ -58,7 +58,7 @@ def test_bad_field_is_refused_naming_its_path(tmp_path: Path, extra: str, where:
     with pytest.raises(StoreError) as info:
         read_workflow(f)
     message = str(info.value)
-    assert message.startswith(f"{f}: ") and where in message
+    assert message.startswith(f"{f}:3: ") and where in message  # the line of the bad value
     assert "\n" not in message
 
 
@@ -84,7 +84,7 @@ def test_names_and_commands_are_text_as_written(tmp_path: Path, entry: str, wher
 
 def test_second_entry_is_named_by_index(tmp_path: Path) -> None:
     f = _wf(tmp_path, "- {name: a, command: x}\n- {name: b, command: x}\n- {name: c, command: x, cpus: abc}\n")
-    with pytest.raises(StoreError, match=r"jobs\[2\]\.cpus: cpus must be a whole number"):
+    with pytest.raises(StoreError, match=r"wf.yaml:3: jobs\[2\]\.cpus: cpus must be a whole number"):
         read_workflow(f)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -499,10 +499,36 @@ def _decode(data: bytes, source: str) -> str:
         raise StoreError(f"{source}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
+def _line_of(text: str, wrapped: bool, loc: Sequence[int | str]) -> int | None:
+    """The line (1-based) of the value at ``loc`` (``(3, "cpus")``: entry 3's cpus) in the YAML
+    ``text``, for the error message; None if it cannot be found. Composes the file again: only on the
+    error path."""
+    import yaml
+
+    try:
+        node: Any = yaml.compose(text, Loader=_loader())
+        if wrapped:
+            node = next(v for k, v in node.value if k.value == "jobs")
+        for part in loc:
+            if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
+                node = node.value[part]
+            elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
+                found = [(k, v) for k, v in node.value if k.value == part]
+                if not found:
+                    break  # (a missing key: the entry's own line)
+                key, value = found[0]
+                node = value if value.start_mark.line >= key.start_mark.line else key
+            else:
+                break
+        return int(node.start_mark.line) + 1
+    except Exception:  # any failure here only loses the line number of a message
+        return None
+
+
 def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
     """Read a workflow file: a YAML list of jobs, or Trellis ``-deps/-l/-c`` lines.
 
-    Every refusal is a :class:`StoreError` naming the file and the place (``FILE: jobs[3].cpus: ...``).
+    Every refusal is a :class:`StoreError` naming the file and the place (``FILE:LINE: jobs[3].cpus: ...``).
     """
     path = Path(path)
     source = str(path)
@@ -530,7 +556,8 @@ def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
     except RecursionError:
         raise StoreError(f"{source}: YAML nested too deeply") from None
     prefix = "jobs"
-    if isinstance(loaded, dict) and set(loaded) == {"jobs"}:
+    wrapped = isinstance(loaded, dict) and set(loaded) == {"jobs"}
+    if wrapped:
         loaded = loaded["jobs"]
     elif isinstance(loaded, dict) and "jobs" in loaded:
         extra = ", ".join(sorted(map(str, set(loaded) - {"jobs"})))
@@ -548,7 +575,10 @@ def read_workflow(path: str | Path, default_cwd: str = "") -> list[JobSpec]:
     try:
         entries = ENTRIES.validate_python(loaded)
     except ValidationError as exc:
-        raise StoreError(f"{source}: {format_errors(exc, prefix)}") from None
+        errors = exc.errors()
+        line = _line_of(text, wrapped, errors[0]["loc"]) if errors else None
+        where = f"{source}:{line}" if line is not None else source
+        raise StoreError(f"{where}: {format_errors(exc, prefix)}") from None
     except RecursionError:
         raise StoreError(f"{source}: YAML nested too deeply") from None
     base_dir = path.resolve().parent if any(e.inputs is not None or e.outputs is not None for e in entries) else None
