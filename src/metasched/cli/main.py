@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
         "metasched.cli.queue",
         "Add a workflow (all or nothing): unknown dependencies and cycles are refused, naming them.",
     ),
+    "workflow-schema": (
+        "metasched.cli.queue",
+        "Print the JSON Schema of a workflow file (also shipped as metasched/runtime/metaqueue/workflow.schema.json).",
+    ),
     "status": ("metasched.cli.queue", "Table of jobs with filters; --watch keeps it live."),
     "cancel": ("metasched.cli.queue", "Cancel queued or running jobs; their dependents become 'dependency failed'."),
     "retry": (
