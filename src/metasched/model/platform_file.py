@@ -1,0 +1,258 @@
+"""The TOML form of a :class:`~metasched.model.platform.Platform` (``sites.toml``), checked by pydantic.
+
+One file serves both drivers::
+
+    [platform]                     # optional
+    name = "my-grid"
+    kinds = ["bt", "lu"]           # job kinds, in application-class order (optional)
+
+    [sites.alpha]
+    procs = 128                    # or machines = [64, 64]
+    speed = 1.0                    # run-time factor vs the reference machine (2.0 = twice as slow)
+    scheduler = "easy"             # fcfs | easy | conservative | flexible
+    order = "fcfs"                 # queue order (metasched.policy.priority)
+    licences = { matlab = 4 }
+    adapter = "slurm"              # live-only keys: accepted here, read by `metasched sites run`
+    queue = "batch"
+
+    [sites.beta]
+    procs = 64
+    speed = { default = 1.5, bt = 1.2 }   # per job kind
+
+Keys one driver does not use are accepted and ignored by it; unknown keys are refused with their
+path (``error: unknown key 'procz', at sites.alpha.procz``). :func:`json_schema` publishes the
+schema (``metasched platforms --schema``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from metasched.model.platform import DEFAULT_KIND, SCHEDULERS, Platform, PlatformError, SiteSpec
+
+#: Keys of a site table only the live side reads (``metasched sites run``; see ``runtime/manager.py``).
+LIVE_KEYS: tuple[str, ...] = (
+    "adapter",
+    "queue",
+    "cpus",
+    "mem",
+    "wall_time",
+    "limit",
+    "lower",
+    "initial",
+    "increase_below",
+    "reduce_above",
+    "extra_args",
+    "setup",
+    "env",
+    "idle_cancel",
+    "command_timeout",
+    "ssh",
+    "workdir",
+    "python",
+    "transport",
+    "metaqueue_ssh",
+    "tunnel_port",
+    "stage_root",
+)
+#: Keys of a site table the simulator reads (``licences`` is read by both drivers).
+SIM_KEYS: tuple[str, ...] = ("procs", "machines", "speed", "scheduler", "order", "licences")
+
+Number = float | int
+Licences = dict[str, int] | list[str] | str
+
+
+class SiteTable(BaseModel):
+    """One ``[sites.NAME]`` table. Simulation keys are typed; live keys are passed through to the live side."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    procs: int | None = Field(default=None, gt=0, description="processors of the site")
+    machines: list[int] | None = Field(default=None, description="sizes of the site's machines (sum = procs)")
+    speed: Number | dict[str, Number] = Field(
+        default=1.0, description="run-time factor vs the reference machine (2.0 = twice as slow), or one per job kind"
+    )
+    scheduler: str = Field(default="easy", description="local scheduler: " + ", ".join(SCHEDULERS))
+    order: str = Field(default="fcfs", description="queue order of the local scheduler")
+    licences: Licences | None = Field(default=None, description="licence copies held: { name = copies }")
+    # live-only keys (metasched sites run); types checked there
+    adapter: str | None = None
+    queue: str | None = None
+    cpus: int | None = None
+    mem: Any = None
+    wall_time: Any = None
+    limit: int | None = None
+    lower: int | None = None
+    initial: int | None = None
+    increase_below: Any = None
+    reduce_above: Any = None
+    extra_args: list[Any] | None = None
+    setup: list[Any] | None = None
+    env: dict[str, Any] | None = None
+    idle_cancel: Any = None
+    command_timeout: Any = None
+    ssh: dict[str, Any] | None = None
+    workdir: str | None = None
+    python: str | None = None
+    transport: str | None = None
+    metaqueue_ssh: dict[str, Any] | None = None
+    tunnel_port: int | None = None
+    stage_root: str | None = None
+
+    @field_validator("scheduler")
+    @classmethod
+    def _known_scheduler(cls, value: str) -> str:
+        if value not in SCHEDULERS:
+            raise ValueError(f"unknown local scheduler {value!r}; known: {', '.join(SCHEDULERS)}")
+        return value
+
+
+class PlatformTable(BaseModel):
+    """The optional ``[platform]`` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    description: str = ""
+    source: str = ""
+    kinds: list[str] = Field(default_factory=list, description="job kinds, in application-class order")
+
+
+class PlatformFile(BaseModel):
+    """A whole ``sites.toml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    platform: PlatformTable = Field(default_factory=PlatformTable)
+    sites: dict[str, SiteTable] = Field(description="one [sites.NAME] table per site")
+    licences: dict[str, int] | None = Field(default=None, description="grid-wide licence limits (live side)")
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``sites.toml``."""
+    schema = PlatformFile.model_json_schema()
+    schema["title"] = "metasched sites.toml"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def parse_licences(value: Any) -> dict[str, int]:
+    """``{name: copies}`` from a mapping, a list of names, or ``"a,b:2"`` (the live side's forms)."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): int(v) for k, v in value.items()}
+    items = value if isinstance(value, list) else str(value).split(",")
+    out: dict[str, int] = {}
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        name, _, count = text.partition(":")
+        out[name] = out.get(name, 0) + (int(count) if count else 1)
+    return out
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for p in loc:
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        elif p in {"int", "float", "str", "list[str]", "dict[str,int]", "dict[str,union[float,int]]"}:
+            continue  # pydantic's union-member labels are not keys
+        else:
+            parts.append(("." if parts else "") + str(p))
+    return "".join(parts)
+
+
+def _first_error(exc: ValidationError) -> PlatformError:
+    errors = exc.errors()
+    # prefer the most specific error (the longest location)
+    err = max(errors, key=lambda e: len(e["loc"])) if errors else None
+    if err is None:  # pragma: no cover - pydantic always reports one
+        return PlatformError("", str(exc))
+    key = _path(tuple(err["loc"]))
+    if err["type"] == "extra_forbidden":
+        return PlatformError(key, f"unknown key {str(err['loc'][-1])!r}")
+    if err["type"] == "missing":
+        return PlatformError(key, "missing key")
+    msg = err["msg"].removeprefix("Value error, ")
+    return PlatformError(key, f"{msg} (got {err.get('input')!r})")
+
+
+def platform_from_dict(data: Mapping[str, Any], *, name: str = "platform") -> Platform:
+    """The :class:`Platform` of a parsed ``sites.toml``; :class:`PlatformError` naming the key otherwise."""
+    try:
+        doc = PlatformFile.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(exc) from None
+    if not doc.sites:
+        raise PlatformError("sites", "a platform needs at least one [sites.NAME] table")
+    specs = [site_spec(site_name, table) for site_name, table in doc.sites.items()]
+    return Platform(
+        name=doc.platform.name or name,
+        sites=tuple(specs),
+        kinds=tuple(doc.platform.kinds),
+        description=doc.platform.description,
+        source=doc.platform.source,
+    )
+
+
+def site_spec(name: str, table: SiteTable | Mapping[str, Any]) -> SiteSpec:
+    """One site's :class:`SiteSpec` from its table (validated here when given as a mapping)."""
+    if not isinstance(table, SiteTable):
+        try:
+            table = SiteTable.model_validate(table)
+        except ValidationError as exc:
+            err = _first_error(exc)
+            raise PlatformError(f"sites.{name}.{err.key}", err.message) from None
+    where = f"sites.{name}"
+    machines = tuple(table.machines or ())
+    procs = table.procs
+    if procs is None:
+        if not machines:
+            raise PlatformError(f"{where}.procs", "missing key (give procs or machines)")
+        procs = sum(machines)
+    if isinstance(table.speed, dict):
+        speeds = {str(k): float(v) for k, v in table.speed.items() if k != DEFAULT_KIND}
+        default = float(table.speed.get(DEFAULT_KIND, 1.0))
+    else:
+        speeds, default = {}, float(table.speed)
+    try:
+        licences = parse_licences(table.licences)
+    except ValueError as exc:
+        raise PlatformError(f"{where}.licences", f"bad licences ({exc})") from None
+    live = {k: getattr(table, k) for k in LIVE_KEYS if getattr(table, k) is not None}
+    if table.licences is not None:
+        live["licences"] = table.licences
+    return SiteSpec(
+        name=name,
+        procs=procs,
+        speed=default,
+        speeds=speeds,
+        scheduler=table.scheduler,
+        order=table.order,
+        licences=licences,
+        machines=machines,
+        live=live,
+    )
+
+
+def load_platform(path: str | Path) -> Platform:
+    """The platform in the TOML file ``path``; :class:`PlatformError` (naming the file and key) otherwise."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as exc:
+        raise PlatformError(str(p), f"cannot read the platform description ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PlatformError(str(p), f"invalid TOML ({exc})") from None
+    try:
+        return platform_from_dict(data, name=p.stem)
+    except PlatformError as exc:
+        raise PlatformError(f"{p}: {exc.key}", exc.message) from None

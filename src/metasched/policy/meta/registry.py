@@ -1,0 +1,285 @@
+"""One registry of every meta-policy, named the same way everywhere: ``NAME[:key=value,...]``.
+
+The package has three meta-scheduler contracts (seed 000's multiple reservations,
+:class:`~metasched.policy.meta.reservations_base.MetaScheduler`; seed 001's machine selectors,
+:class:`~metasched.policy.meta.base.MachineSelector`; seed 004's two-level dispatcher,
+:class:`~metasched.policy.meta.two_level_base.TwoLevelDispatcher`). :data:`POLICIES` puts them
+behind one door: each :class:`PolicyInfo` names its family (which driver runs it), its parameters
+(type, default, allowed range) and its source, and :func:`parse_policy` turns
+``"completion-time:k=2,choice=completion"`` into a checked :class:`PolicySpec`. The keys of the
+older registries stay valid (``selection`` is ``choice``'s other name).
+
+Where a live claim policy of the same name exists (:data:`metasched.policy.claim.REGISTRY`),
+:attr:`PolicyInfo.live` names it: ``metasched sites run --policy NAME`` reaches it.
+
+Invariant (tested): every class of ``REGISTRY``, ``SELECTOR_REGISTRY`` and ``TWO_LEVEL_REGISTRY``
+is reachable from :data:`POLICIES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from metasched.policy.meta.best_fit import BestFit
+from metasched.policy.meta.cancel_slower_only import CancelSlowerOnly
+from metasched.policy.meta.completion_time import CompletionTime
+from metasched.policy.meta.k_reservations import KReservations
+from metasched.policy.meta.least_load import LeastLoad
+from metasched.policy.meta.multisite import MultiSite
+from metasched.policy.meta.reservations_base import SELECTIONS
+from metasched.policy.meta.two_level import LoadOrdering
+
+Family = Literal["reservations", "selector", "two-level"]
+ORDERS: tuple[str, ...] = ("fcfs", "efficacy")
+LOCALS: tuple[str, ...] = ("easy", "conservative")
+
+
+class PolicyError(ValueError):
+    """A policy name or parameter that cannot be used; ``key`` names it (``policy.k``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{message}, at {key}")
+        self.key = key
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its type, default, a check of its range and a line of help."""
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    check: Callable[[Any], bool] = lambda v: True
+    expect: str = ""
+    choices: tuple[str, ...] = ()
+
+    def convert(self, policy: str, raw: Any) -> Any:
+        key = f"{policy}.{self.name}"
+        value: Any = raw
+        if isinstance(raw, str):
+            try:
+                if self.kind is int:
+                    value = int(raw)
+                elif self.kind is float:
+                    value = float(raw)
+            except ValueError:
+                raise PolicyError(key, f"{self.name} must be {self.kind.__name__}, got {raw!r}") from None
+        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if value is not None and not isinstance(value, self.kind):
+            raise PolicyError(key, f"{self.name} must be {self.kind.__name__}, got {raw!r}")
+        if self.choices and value not in self.choices:
+            raise PolicyError(key, f"{self.name} must be one of {', '.join(self.choices)}, got {raw!r}")
+        if value is not None and not self.check(value):
+            raise PolicyError(key, f"{self.name} must be {self.expect}, got {raw!r}")
+        return value
+
+    def describe(self) -> str:
+        text = f"{self.name}={self.default if self.default is not None else '(site)'}"
+        if self.choices:
+            text += f" ({'|'.join(self.choices)})"
+        elif self.expect:
+            text += f" ({self.expect})"
+        return text
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    """A registered meta-policy: ``family`` says which driver runs it; ``build`` makes the policy object
+    from checked parameters (the driver-level ones, ``local``/``order``/``overhead``, are read by the driver)."""
+
+    name: str
+    family: Family
+    cls: type
+    summary: str
+    source: str
+    params: tuple[Param, ...]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    live: str | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def param(self, name: str) -> Param:
+        name = self.aliases.get(name, name)
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.params) or "none"
+        raise PolicyError(f"{self.name}.{name}", f"policy {self.name!r} has no parameter {name!r}; known: {known}")
+
+
+def _k(default: int) -> Param:
+    return Param("k", int, default, "sites that get a copy of each job", lambda v: v >= 1, ">= 1")
+
+
+_CHOICE = Param("choice", str, "load", "site choice: by instantaneous load or projected completion", choices=SELECTIONS)
+_LOCAL = Param("local", str, None, "local scheduler at every site (default: each site's `scheduler`)", choices=LOCALS)
+_ORDER = Param("order", str, None, "queue order at every site (default: each site's `order`)", choices=ORDERS)
+_SEL_ALIAS = {"selection": "choice"}
+_S000 = "Sabin et al. 2003 (seed 000)"
+
+_ENTRIES: tuple[PolicyInfo, ...] = (
+    PolicyInfo(
+        "least-load",
+        "reservations",
+        LeastLoad,
+        "greedy: each job to the site of least instantaneous load",
+        f"{_S000}, section 4",
+        (_k(1), _LOCAL, _ORDER),
+    ),
+    PolicyInfo(
+        "k-reservations",
+        "reservations",
+        KReservations,
+        "K multiple requests, the first site able to start the job runs it (Greedy-MR)",
+        f"{_S000}, section 4; Subramani et al. 2002",
+        (_k(4), _CHOICE, _LOCAL, _ORDER),
+        aliases=_SEL_ALIAS,
+    ),
+    PolicyInfo(
+        "completion-time",
+        "reservations",
+        CompletionTime,
+        "K copies, a copy starts only if no other is expected to complete earlier",
+        f"{_S000}, section 5",
+        (_k(4), _CHOICE, _LOCAL, _ORDER),
+        live="completion-time",
+        aliases=_SEL_ALIAS,
+    ),
+    PolicyInfo(
+        "cancel-slower-only",
+        "reservations",
+        CancelSlowerOnly,
+        "completion-time, cancelling only the copies at slower sites",
+        f"{_S000}, section 5",
+        (_k(4), _CHOICE, _LOCAL, _ORDER),
+        aliases=_SEL_ALIAS,
+    ),
+    PolicyInfo(
+        "efficacy",
+        "reservations",
+        CompletionTime,
+        "completion-time with the efficacy priority queue at every site",
+        f"{_S000}, section 6",
+        (_k(4), _CHOICE, _LOCAL, Param("order", str, "efficacy", "queue order at every site", choices=ORDERS)),
+        live="efficacy",
+        aliases=_SEL_ALIAS,
+    ),
+    PolicyInfo(
+        "best-fit",
+        "selector",
+        BestFit,
+        "job sharing: one grid queue, EASY, each job on the machine left with the fewest free processors",
+        "Ernemann et al. 2002 (seed 001), section 3.2",
+        (),
+    ),
+    PolicyInfo(
+        "multisite",
+        "selector",
+        MultiSite,
+        "job sharing with co-allocation over several machines, split jobs run (1 + overhead) x longer",
+        "Ernemann et al. 2002 (seed 001), section 3.3",
+        (
+            Param("overhead", float, 0.0, "run-time overhead p of a split job", lambda v: 0 <= v <= 10, "in [0, 10]"),
+            Param("max_parts", int, None, "most machines a job may span", lambda v: v >= 1, ">= 1"),
+        ),
+    ),
+    PolicyInfo(
+        "load-ordering",
+        "two-level",
+        LoadOrdering,
+        "two-level meta-scheduler: Load then Ordering heuristics",
+        "Pasquali et al. 2010 (seed 004)",
+        (),
+        live="pasquali",
+    ),
+)
+
+#: Every meta-policy by name.
+POLICIES: dict[str, PolicyInfo] = {p.name: p for p in _ENTRIES}
+#: Other names accepted for a policy (the older registries' keys).
+ALIASES: dict[str, str] = {"greedy": "least-load", "mr": "k-reservations", "load": "load-ordering"}
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy named with checked parameters; ``label`` is how results name it (the text as given)."""
+
+    info: PolicyInfo
+    params: Mapping[str, Any]
+    label: str
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def family(self) -> Family:
+        return self.info.family
+
+    def get(self, name: str) -> Any:
+        return self.params.get(name)
+
+    def build(self) -> Any:
+        """The policy object (driver-level parameters left out)."""
+        kwargs: dict[str, Any] = {}
+        if self.info.family == "reservations":
+            kwargs["k"] = self.params["k"]
+            if "choice" in self.params:
+                kwargs["selection"] = self.params["choice"]
+        elif self.info.name == "multisite":
+            kwargs["max_parts"] = self.params.get("max_parts")
+        return self.info.cls(**kwargs)
+
+
+def lookup_policy(name: str) -> PolicyInfo:
+    """The :class:`PolicyInfo` called ``name`` (or an alias of it)."""
+    key = ALIASES.get(name, name)
+    try:
+        return POLICIES[key]
+    except KeyError:
+        raise PolicyError(
+            "policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)} (metasched policies lists them)"
+        ) from None
+
+
+def parse_policy(text: str, **overrides: Any) -> PolicySpec:
+    """``"NAME[:key=value,...]"`` as a checked :class:`PolicySpec` (defaults filled in).
+
+    Raises :class:`PolicyError` naming the policy and key for an unknown name or parameter, a
+    value of the wrong type or out of range (``k=0``)."""
+    text = text.strip()
+    name, _, rest = text.partition(":")
+    info = lookup_policy(name.strip())
+    given: dict[str, Any] = {}
+    for item in (i.strip() for i in rest.split(",")) if rest else ():
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise PolicyError(f"{info.name}", f"expected key=value in {text!r}, got {item!r}")
+        given[key.strip()] = value.strip()
+    given.update(overrides)
+    params: dict[str, Any] = {p.name: p.default for p in info.params}
+    for key, value in given.items():
+        p = info.param(key)
+        params[p.name] = p.convert(info.name, value)
+    return PolicySpec(info, params, text if rest else info.name)
+
+
+def describe_policies() -> list[dict[str, str]]:
+    """One row per policy: name, family, parameters, live name, summary, source (``metasched policies``)."""
+    return [
+        {
+            "name": p.name,
+            "family": p.family,
+            "parameters": ", ".join(q.describe() for q in p.params),
+            "live": p.live or "",
+            "summary": p.summary,
+            "source": p.source,
+        }
+        for p in _ENTRIES
+    ]
