@@ -79,6 +79,14 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
     "trace": ("metasched.cli.trace:app", "Inspect SWF workload traces."),
     "formula": ("metasched.cli.formula", "Run-time formulas per job kind (seconds, from the jobs' --param)."),
     "licences": ("metasched.cli.licences", "Global licence limits (copies active at once across all sites)."),
+    "platforms": (
+        "metasched.cli.catalog",
+        "Preset platforms (simulate --platform), one printed, or the sites.toml schema.",
+    ),
+    "policies": (
+        "metasched.cli.catalog",
+        "Meta-policies (simulate --policy NAME[:key=value,...]) and live claim policies.",
+    ),
 }
 
 

@@ -88,12 +88,35 @@ def simulate(
         float, typer.Option(help="offered load of the generated workload (ignored with --trace)")
     ] = DEFAULT_LOAD,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("results/simulate"),
+    sites: Annotated[
+        Path | None, typer.Option(help="platform description (sites.toml): simulate meta-policies over these sites")
+    ] = None,
+    platform: Annotated[str | None, typer.Option(help="a preset platform (metasched platforms lists them)")] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(help="meta-policy NAME[:key=value,...], repeatable (metasched policies lists them)"),
+    ] = None,
+    home: Annotated[str, typer.Option(help="home sites: partition (SWF field) or round-robin")] = "partition",
+    kinds: Annotated[
+        str | None, typer.Option(help="job kinds: executable, queue, random (seeded) or none; default random")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="processes running policies in parallel")] = None,
+    gantt: Annotated[bool, typer.Option(help="draw gantt.png per policy")] = True,
 ) -> None:
     """Replay a workload through FCFS / EASY / conservative backfilling on one machine.
 
     Writes, per scheduler, OUT/<scheduler>/jobs.csv, summary.json and schedule.swf (start times
     filled in), plus OUT/summary.csv and OUT/wait_cdf.png comparing them.
+
+    With --sites FILE or --platform NAME: meta-policies (--policy) over those sites instead; see
+    docs/simulator.md.
     """
+    if sites is not None or platform is not None:
+        _simulate_sites(
+            trace, sites, platform, policy or [], home, kinds, procs, jobs, seed, load, allow_overrun, workers, gantt,
+            out, window_start, window_end, load_factor, interarrival,
+        )  # fmt: skip
+        return
     keys = list(LOCAL_SCHEDULERS) if scheduler == "all" else [k.strip() for k in scheduler.split(",") if k.strip()]
     try:
         classes = {key: lookup(LOCAL_SCHEDULERS, key, "scheduler") for key in keys}
@@ -166,6 +189,53 @@ def simulate(
     wait_cdf(waits, out / "wait_cdf.png", title=description)
     console.print(summary_table(rows, columns, title=f"{description}: means, times in s"))
     console.print(f"Results in {out}/ (summary.csv, wait_cdf.png, <scheduler>/jobs.csv|summary.json|schedule.swf)")
+
+
+def _simulate_sites(
+    trace: Path | None,
+    sites: Path | None,
+    platform: str | None,
+    policies: list[str],
+    home: str,
+    kinds: str | None,
+    procs: int | None,
+    jobs: int | None,
+    seed: int,
+    load: float,
+    allow_overrun: bool,
+    workers: int | None,
+    gantt: bool,
+    out: Path,
+    window_start: float | None,
+    window_end: float | None,
+    load_factor: float,
+    interarrival: float,
+) -> None:
+    """``simulate --sites/--platform``: the grid command of :mod:`metasched.cli.grid`."""
+    from metasched.cli.grid import GridInputError, simulate_sites
+
+    def transform(workload: list[Job]) -> list[Job]:
+        if window_start is not None or window_end is not None:
+            workload = transforms.time_window(
+                workload,
+                float("-inf") if window_start is None else window_start,
+                float("inf") if window_end is None else window_end,
+            )
+        if load_factor != 1.0:
+            workload = transforms.load_factor(workload, load_factor)
+        if interarrival != 1.0:
+            workload = transforms.scale_interarrival(workload, interarrival)
+        return workload
+
+    try:
+        simulate_sites(
+            trace=trace, sites=sites, platform_name=platform, policies=policies, home=home, kinds=kinds, procs=procs,
+            jobs=jobs, seed=seed, load=load, allow_overrun=allow_overrun, workers=workers, gantt=gantt, out=out,
+            console=console, transform=transform,
+        )  # fmt: skip
+    except GridInputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _write_summary_csv(rows: dict[str, dict[str, object]], keys: list[str], path: Path) -> None:

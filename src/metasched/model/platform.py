@@ -15,7 +15,7 @@ never sees an unchecked site. Pure data: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from metasched.model.site import Site
@@ -144,6 +144,11 @@ class Platform:
     def to_sites(self) -> list[Site]:
         """The simulator's sites, kinds mapped to application classes by :attr:`kinds`."""
         return [s.to_site(self.kinds) for s in self.sites]
+
+    def with_procs(self, procs: int) -> Platform:
+        """The same platform with every site holding ``procs`` processors (machine lists dropped)."""
+        sites = tuple(replace(s, procs=procs, machines=()) for s in self.sites)
+        return replace(self, sites=sites)
 
     def licence_names(self) -> list[str]:
         """Every licence some site holds, in first-seen order."""

@@ -256,3 +256,25 @@ def load_platform(path: str | Path) -> Platform:
         return platform_from_dict(data, name=p.stem)
     except PlatformError as exc:
         raise PlatformError(f"{p}: {exc.key}", exc.message) from None
+
+
+#: The papers' platforms, one TOML file each (``metasched platforms`` lists them).
+PRESETS_DIR = Path(__file__).parent / "presets"
+
+
+def preset_names() -> list[str]:
+    """Names of the preset platforms (their files' stems), sorted."""
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def preset_path(name: str) -> Path:
+    """The file of preset ``name``; :class:`PlatformError` listing the presets otherwise."""
+    path = PRESETS_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise PlatformError("--platform", f"unknown platform {name!r}; known: {', '.join(preset_names())}")
+    return path
+
+
+def load_preset(name: str) -> Platform:
+    """The preset platform called ``name``."""
+    return load_platform(preset_path(name))

@@ -284,3 +284,62 @@ def _run_selector(
         parts=list(res.parts),
         meta={"split_jobs": res.n_split, "overhead": overhead},
     )
+
+
+# ------------------------------------------------------------------------------------- workloads
+
+HOME_MODES: tuple[str, ...] = ("partition", "round-robin")
+KIND_SOURCES: tuple[str, ...] = ("executable", "queue", "random", "none")
+
+
+def assign_homes(jobs: Sequence[Job], platform: Platform, mode: str) -> tuple[list[Job], str]:
+    """Copies of ``jobs`` with ``home_site`` set, and a line saying how.
+
+    ``partition``: the SWF partition field, partition ``p >= 1`` going to site ``(p - 1) mod N``
+    (an error names the first job without one); ``round-robin``: the ``i``-th job in submit order
+    to site ``i mod N``."""
+    n = len(platform.sites)
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
+    homes = [0] * len(jobs)
+    if mode == "partition":
+        for i, j in enumerate(jobs):
+            if j.partition < 1:
+                raise ValueError(
+                    f"--home partition: job {j.job_id} has no partition field ({j.partition}); use --home round-robin"
+                )
+            homes[i] = (j.partition - 1) % n
+        top = max((j.partition for j in jobs), default=0)
+        how = f"home sites from the partition field (partition p -> site (p-1) mod {n}; partitions 1..{top})"
+    elif mode == "round-robin":
+        for rank, i in enumerate(order):
+            homes[i] = rank % n
+        how = f"home sites round robin over the {n} sites in submit order"
+    else:
+        raise ValueError(f"--home must be one of {', '.join(HOME_MODES)}, got {mode!r}")
+    return [j.copy(home_site=h) for j, h in zip(jobs, homes, strict=True)], how
+
+
+def assign_kinds(jobs: Sequence[Job], platform: Platform, source: str, seed: int = 1) -> tuple[list[Job], str]:
+    """Copies of ``jobs`` with ``app_class`` set to a kind of ``platform`` (its index in
+    :attr:`Platform.kinds`), and a line saying how.
+
+    ``executable`` / ``queue``: the SWF field's value, as text, names the kind (a value naming no
+    kind of the platform gives class -1: every site's default speed); ``random``: uniform over
+    the platform's kinds from ``seed`` (NumPy ``default_rng(seed).integers``, as the seed-000
+    experiment draws benchmarks); ``none``: class -1 everywhere."""
+    kinds = list(platform.kinds)
+    if source == "none" or (source == "random" and not kinds):
+        why = "" if source == "none" else " (the platform names no kinds)"
+        return [j.copy(app_class=-1) for j in jobs], f"no job kinds{why}: each site's default speed"
+    if source == "random":
+        import numpy as np
+
+        classes = np.random.default_rng(seed).integers(0, len(kinds), size=len(jobs)).tolist()
+        out = [j.copy(app_class=c) for j, c in zip(jobs, classes, strict=True)]
+        return out, f"job kinds drawn uniformly from {', '.join(kinds)} (seed {seed})"
+    if source not in ("executable", "queue"):
+        raise ValueError(f"--kinds must be one of {', '.join(KIND_SOURCES)}, got {source!r}")
+    index = {k: c for c, k in enumerate(kinds)}
+    out = [j.copy(app_class=index.get(str(getattr(j, source)), -1)) for j in jobs]
+    matched = sum(1 for j in out if j.app_class >= 0)
+    return out, f"job kinds from the {source} field ({matched} of {len(out)} jobs name a kind of the platform)"

@@ -79,7 +79,8 @@ class Param:
         return value
 
     def describe(self) -> str:
-        text = f"{self.name}={self.default if self.default is not None else '(site)'}"
+        unset = "(site)" if self.name in ("local", "order") else "none"
+        text = f"{self.name}={self.default if self.default is not None else unset}"
         if self.choices:
             text += f" ({'|'.join(self.choices)})"
         elif self.expect:
