@@ -60,7 +60,8 @@ def parse_policies(texts: list[str]) -> list[PolicySpec]:
 
 
 def folder(label: str) -> str:
-    """A policy label as a directory name: ``completion-time:k=2,choice=completion`` -> ``completion-time_k=2_choice=completion``."""
+    """A policy label as a directory name: ``completion-time:k=2,choice=completion`` ->
+    ``completion-time_k=2_choice=completion``."""
     return re.sub(r"[^A-Za-z0-9=.+-]+", "_", label)
 
 
@@ -119,7 +120,9 @@ def run_grid(
     ordered = [summaries[s.label] for s in policies]
     write_compare(ordered, out)
     console.print(_table(ordered, title=f"{platform.name}: whole grid, times in s"))
-    console.print(f"Results in {out}/ (compare.csv, compare.png, <policy>/jobs.csv|summary.json|jobs_batsim.csv|gantt.png)")
+    console.print(
+        f"Results in {out}/ (compare.csv, compare.png, <policy>/jobs.csv|summary.json|jobs_batsim.csv|gantt.png)"
+    )
     return ordered
 
 
@@ -142,7 +145,10 @@ def _table(summaries: list[dict[str, Any]], title: str) -> Table:
         cells = []
         for key, _ in cols:
             v = g.get(key, "")
-            cells.append(f"{v:.3f}" if isinstance(v, float) and v < 10 else f"{v:,.0f}" if isinstance(v, float) else str(v))
+            if isinstance(v, float):
+                cells.append(f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}")
+            else:
+                cells.append(str(v))
         table.add_row(s["policy"], *cells)
     return table
 
@@ -185,7 +191,8 @@ def simulate_sites(
     if not workload:
         raise GridInputError("no job left after the selection")
     too_wide = [j for j in workload if j.requested_procs > widest]
-    notes = [f"Simulating {description} on {platform.name} ({len(platform.sites)} sites, {platform.total_procs} processors)"]
+    size = f"{len(platform.sites)} sites, {platform.total_procs} processors"
+    notes = [f"Simulating {description} on {platform.name} ({size})"]
     if too_wide:
         workload = [j for j in workload if j.requested_procs <= widest]
         notes.append(f"[yellow]dropped {len(too_wide)} job(s) wider than the widest site ({widest} processors)[/]")
