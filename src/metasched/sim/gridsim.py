@@ -63,6 +63,8 @@ class GridSimResult:
     busy_proc_s: np.ndarray
     parts: list[Allocation]
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the family driver's own result (``MultiSiteResult`` / ``GridResult``), for its own metrics
+    raw: Any = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -243,6 +245,7 @@ def _run_reservations(
         busy_proc_s=np.asarray(res.busy_proc_s, dtype=float),
         parts=[((int(s), int(p)),) for s, p in zip(res.site.tolist(), res.procs.tolist(), strict=True)],
         meta={"denials": res.denials, "kills": res.kills, "wasted_proc_s": res.wasted_proc_s},
+        raw=res,
     )
 
 
@@ -283,6 +286,7 @@ def _run_selector(
         busy_proc_s=busy,
         parts=list(res.parts),
         meta={"split_jobs": res.n_split, "overhead": overhead},
+        raw=res,
     )
 
 

@@ -1,0 +1,120 @@
+"""The one platform description: TOML and Python give the same sites; bad keys get one error naming them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metasched.model.platform import Platform, PlatformError, SiteSpec
+from metasched.model.platform_file import json_schema, load_preset, platform_from_dict, preset_names
+from metasched.model.site import Site
+
+REPO = Path(__file__).resolve().parents[2]
+
+GOOD = """
+[platform]
+name = "three"
+kinds = ["bt", "lu"]
+
+[sites.alpha]
+procs = 128
+speed = 1.0
+scheduler = "easy"
+licences = { matlab = 2 }
+adapter = "slurm"
+queue = "batch"
+wall_time = "2h"
+setup = ["module load x"]
+
+[sites.beta]
+machines = [32, 32]
+speed = { default = 1.5, bt = 1.2 }
+scheduler = "conservative"
+order = "efficacy"
+"""
+
+
+def test_toml_and_python_describe_the_same_platform(tmp_path: Path) -> None:
+    path = tmp_path / "sites.toml"
+    path.write_text(GOOD)
+    plat = Platform.from_toml(path)
+    assert plat.name == "three" and plat.names == ["alpha", "beta"] and plat.kinds == ("bt", "lu")
+    alpha, beta = plat.sites
+    assert alpha == SiteSpec(
+        name="alpha",
+        procs=128,
+        licences={"matlab": 2},
+        live={
+            "adapter": "slurm",
+            "queue": "batch",
+            "wall_time": "2h",
+            "setup": ["module load x"],
+            "licences": {"matlab": 2},
+        },
+    )
+    assert beta.procs == 64 and beta.machines == (32, 32) and beta.factor("bt") == 1.2 and beta.factor("lu") == 1.5
+    assert beta.scheduler == "conservative" and beta.order == "efficacy"
+    # the simulator's Site: kind "bt" is application class 0, others at the default factor
+    assert plat.to_sites() == [Site("alpha", 128), Site("beta", 64, speed={0: 1.2}, default_speed=1.5)]
+
+
+@pytest.mark.parametrize(
+    ("sites", "key", "words"),
+    [
+        ({"a": {"procs": -4}}, "sites.a.procs", "greater than 0"),
+        ({"a": {"procs": 0}}, "sites.a.procs", "greater than 0"),
+        ({"a": {"procs": 4, "speed": 0}}, "sites.a.speed", "positive"),
+        ({"a": {"procs": 4, "speed": {"bt": 0.0}}}, "sites.a.speed.bt", "positive"),
+        ({"a": {"procs": 4, "procz": 1}}, "sites.a.procz", "unknown key 'procz'"),
+        ({"a": {"procs": 4, "scheduler": "sjf"}}, "sites.a.scheduler", "unknown local scheduler"),
+        ({"a": {"procs": 4, "machines": [2, 3]}}, "sites.a.machines", "sum to 5"),
+        ({"a": {"speed": 1.0}}, "sites.a.procs", "missing"),
+        ({}, "sites", "at least one"),
+    ],
+)
+def test_bad_descriptions_get_one_error_naming_the_key(sites: dict, key: str, words: str) -> None:
+    with pytest.raises(PlatformError) as info:
+        platform_from_dict({"sites": sites})
+    assert info.value.key == key
+    assert words in str(info.value) and str(info.value).endswith(f"at {key}")
+
+
+def test_unknown_top_level_key_is_refused_with_its_path() -> None:
+    with pytest.raises(PlatformError, match="unknown key 'sitez', at sitez"):
+        platform_from_dict({"sitez": {}, "sites": {"a": {"procs": 1}}})
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[sites.a]\nprocs = 'many'\n")
+    with pytest.raises(PlatformError, match=r"bad.toml: sites.a.procs"):
+        Platform.from_toml(bad)
+    bad.write_text("[sites.a\n")
+    with pytest.raises(PlatformError, match="invalid TOML"):
+        Platform.from_toml(bad)
+
+
+def test_every_preset_loads_and_the_published_schema_is_current() -> None:
+    names = preset_names()
+    assert "sabin2003" in names and "ernemann2002-m64" in names
+    for name in names:
+        assert load_preset(name).sites
+    assert json.loads((REPO / "docs" / "sites.schema.json").read_text()) == json_schema()
+
+
+def test_ernemann_presets_are_the_machine_configurations() -> None:
+    from metasched.model.machines import CONFIGS
+
+    for key, cfg in CONFIGS.items():
+        plat = load_preset(f"ernemann2002-{key}")
+        assert tuple(s.procs for s in plat.sites) == cfg.sizes
+        assert all(s.speed == 1.0 and not s.speeds and s.scheduler == "easy" for s in plat.sites)
+
+
+def test_from_sites_round_trips_the_simulator_sites() -> None:
+    sites = [Site("x", 8, speed={0: 2.0, 2: 0.5}), Site("y", 4, default_speed=1.5)]
+    plat = Platform.from_sites(sites, kinds=["a"])
+    assert plat.kinds == ("a", "c1", "c2")
+    assert plat.to_sites() == [Site("x", 8, speed={0: 2.0, 2: 0.5}), Site("y", 4, default_speed=1.5)]

@@ -1,0 +1,246 @@
+"""The user's grid driver: properties on random platforms for every policy, and equality with the
+papers' experiments through their presets."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metasched.model.job import Job
+from metasched.model.platform import Platform, SiteSpec
+from metasched.model.platform_file import load_preset
+from metasched.policy.meta.registry import POLICIES, PolicyError, parse_policy
+from metasched.sim.grid_outputs import allocate_processors, intervals
+from metasched.sim.gridsim import GridSimResult, assign_homes, assign_kinds, simulate_platform
+
+KINDS = ("a", "b")
+RESERVATION_POLICIES = [
+    "least-load",
+    "least-load:k=2,local=conservative",
+    "k-reservations:k=2",
+    "k-reservations:k=3,choice=completion,local=conservative",
+    "completion-time:k=2,local=conservative",
+    "completion-time:k=3,choice=completion,local=conservative",
+    "cancel-slower-only:k=2,local=conservative",
+    "efficacy:k=2,local=conservative",
+]
+SELECTOR_POLICIES = ["best-fit", "multisite:overhead=0.25", "multisite:overhead=0,max_parts=2"]
+
+
+def test_every_registered_policy_is_exercised_or_refused() -> None:
+    named = {parse_policy(p).name for p in RESERVATION_POLICIES + SELECTOR_POLICIES}
+    assert named | {"load-ordering"} == set(POLICIES)
+
+
+@st.composite
+def cases(draw: st.DrawFn, equal_speeds: bool) -> tuple[Platform, list[Job]]:
+    n_sites = draw(st.integers(1, 3))
+    factor = st.sampled_from([1.0]) if equal_speeds else st.sampled_from([0.5, 1.0, 1.5, 2.0])
+    sites = []
+    for s in range(n_sites):
+        speeds = {} if equal_speeds else {k: draw(factor) for k in KINDS if draw(st.booleans())}
+        sites.append(SiteSpec(name=f"s{s}", procs=draw(st.integers(1, 12)), speed=draw(factor), speeds=speeds))
+    plat = Platform("p", tuple(sites), kinds=KINDS)
+    widest = max(s.procs for s in sites)
+    n = draw(st.integers(1, 18))
+    jobs = []
+    t = 0.0
+    for i in range(n):
+        t += draw(st.sampled_from([0.0, 1.0, 5.0, 30.0]))
+        run = float(draw(st.integers(0, 60)))
+        est = run + float(draw(st.integers(1, 40)))
+        job = Job(i + 1, t, run, est, draw(st.integers(1, widest)), home_site=draw(st.integers(0, n_sites - 1)))
+        job.app_class = draw(st.integers(-1, len(KINDS) - 1))
+        jobs.append(job)
+    return plat, jobs
+
+
+def check_invariants(r: GridSimResult, plat: Platform, jobs: list[Job], overhead: float = 0.0) -> None:
+    assert len(r) == len(jobs)
+    by_id = {j.job_id: j for j in jobs}
+    for i in range(len(r)):
+        job = by_id[int(r.job_id[i])]
+        assert np.isfinite(r.start_time[i]) and r.start_time[i] >= job.submit_time  # runs once, never early
+        parts = r.parts[i]
+        assert sum(p for _, p in parts) == job.requested_procs
+        assert len({s for s, _ in parts}) == len(parts)
+        kind = KINDS[job.app_class] if job.app_class >= 0 else None
+        if len(parts) == 1:
+            want = job.run_time * plat.sites[parts[0][0]].factor(kind)
+        else:  # synchronised parts of a co-allocated job: one start, one end, the split overhead
+            want = job.run_time * (1.0 + overhead)
+        assert r.run_time[i] == pytest.approx(want)
+        assert r.end_time[i] == pytest.approx(r.start_time[i] + want)
+    # never beyond a site's processors at any instant (ends release before starts at one instant)
+    for s, site in enumerate(plat.sites):
+        events = []
+        for i in range(len(r)):
+            for site_index, p in r.parts[i]:
+                if site_index == s and r.end_time[i] > r.start_time[i]:
+                    events += [(float(r.start_time[i]), 1, p), (float(r.end_time[i]), 0, -p)]
+        used = 0
+        for _, _, delta in sorted(events):
+            used += delta
+            assert used <= site.procs
+    check_allocation(r)
+
+
+def check_allocation(r: GridSimResult) -> None:
+    """The Batsim allocation never gives one processor to two jobs at once, and gives each job its width."""
+    alloc = allocate_processors(r)
+    offsets = np.cumsum([0] + [s.procs for s in r.platform.sites])
+    held: dict[int, list[tuple[float, float]]] = {}
+    for i, ids in enumerate(alloc):
+        assert len(ids) == len(set(ids)) == int(r.procs[i])
+        for s, p in r.parts[i]:
+            assert sum(1 for x in ids if offsets[s] <= x < offsets[s + 1]) == p
+        for pid in ids:
+            held.setdefault(pid, []).append((float(r.start_time[i]), float(r.end_time[i])))
+    for spans in held.values():
+        spans.sort()
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert start >= end
+
+
+@pytest.mark.parametrize("policy", RESERVATION_POLICIES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(equal_speeds=False))
+def test_reservation_policies_keep_the_invariants(policy: str, case: tuple[Platform, list[Job]]) -> None:
+    plat, jobs = case
+    check_invariants(simulate_platform(jobs, plat, policy), plat, jobs)
+
+
+@pytest.mark.parametrize("policy", SELECTOR_POLICIES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(equal_speeds=True))
+def test_selector_policies_keep_the_invariants(policy: str, case: tuple[Platform, list[Job]]) -> None:
+    plat, jobs = case
+    spec = parse_policy(policy)
+    check_invariants(simulate_platform(jobs, plat, spec), plat, jobs, overhead=spec.get("overhead") or 0.0)
+
+
+def test_hand_worked_two_sites() -> None:
+    """Two sites of 2 processors, the second twice as slow; three 2-wide jobs of 10 s at t=0.
+    least-load: job 1 -> s0 (both idle, lower index), job 2 -> s1 (load 0 < 10), job 3 -> s0
+    (load 10 < 20): s0 runs 1 then 3 (0-10, 10-20), s1 runs 2 for 20 s."""
+    plat = Platform("two", (SiteSpec("s0", 2), SiteSpec("s1", 2, speed=2.0)))
+    jobs = [Job(i, 0.0, 10.0, 10.0, 2) for i in (1, 2, 3)]
+    r = simulate_platform(jobs, plat, "least-load")
+    assert r.site.tolist() == [0, 1, 0]
+    assert r.start_time.tolist() == [0.0, 0.0, 10.0] and r.end_time.tolist() == [10.0, 20.0, 20.0]
+    assert [intervals(a) for a in allocate_processors(r)] == ["0-1", "2-3", "0-1"]
+    s = r.summary
+    assert s["grid"]["mean_wait"] == pytest.approx(10 / 3)
+    # AWRT: processor-weighted response (10 + 20 + 20) / 3; utilization: 80 busy of 4 x 20
+    assert s["grid"]["awrt"] == pytest.approx(50 / 3) and s["grid"]["utilization"] == pytest.approx(1.0)
+    # effective utilization counts each job at its best site (10 s): 60 of 80
+    assert s["grid"]["effective_utilization"] == pytest.approx(0.75)
+    assert s["sites"]["s1"]["jobs"] == 1 and s["sites"]["s1"]["utilization"] == pytest.approx(1.0)
+
+
+def test_selector_policies_refuse_heterogeneous_speeds() -> None:
+    plat = Platform("two", (SiteSpec("s0", 2), SiteSpec("s1", 2, speed=2.0)))
+    with pytest.raises(PolicyError, match=r"sites\.s1\.speed"):
+        simulate_platform([Job(1, 0.0, 1.0, 1.0, 1)], plat, "best-fit")
+    with pytest.raises(PolicyError, match="seed 004"):
+        simulate_platform([Job(1, 0.0, 1.0, 1.0, 1)], plat, "load-ordering")
+
+
+def test_a_licence_no_site_holds_is_named() -> None:
+    plat = Platform("one", (SiteSpec("s0", 2, licences={"matlab": 1}),))
+    job = Job(7, 0.0, 1.0, 1.0, 1, attrs={"licences": {"ansys": 1}})
+    with pytest.raises(ValueError, match="job 7 needs licence 'ansys'"):
+        simulate_platform([job], plat, "least-load")
+
+
+def test_homes_and_kinds() -> None:
+    plat = Platform("p", (SiteSpec("a", 4), SiteSpec("b", 4, speeds={"7": 2.0})))
+    jobs = [Job(i, float(i), 1.0, 1.0, 1, partition=i, executable=7 if i % 2 else 3) for i in (1, 2, 3)]
+    homed, how = assign_homes(jobs, plat, "partition")
+    assert [j.home_site for j in homed] == [0, 1, 0] and "partition" in how
+    homed, _ = assign_homes(jobs, plat, "round-robin")
+    assert [j.home_site for j in homed] == [0, 1, 0]
+    kinded, how = assign_kinds(jobs, plat, "executable")
+    assert [j.app_class for j in kinded] == [0, -1, 0] and "2 of 3" in how
+    drawn, how = assign_kinds(jobs, plat, "random", seed=4)
+    assert all(j.app_class == 0 for j in drawn) and "seed 4" in how
+    with pytest.raises(ValueError, match="no partition field"):
+        assign_homes([Job(9, 0.0, 1.0, 1.0, 1)], plat, "partition")
+
+
+# ------------------------------------------------------------------------------------- equality
+
+
+def _module(*names: str) -> object:
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    pytest.skip(f"none of {names} importable")
+
+
+def _shared() -> Path:
+    return Path(os.environ.get("METASCHED_SHARED", "/work/shared"))
+
+
+TABLE = _shared() / "data" / "nas" / "sabin2003_table1.csv"
+
+
+@pytest.mark.skipif(not TABLE.is_file(), reason="shared Table 1 not found")
+@pytest.mark.parametrize("scheme", ["greedy", "mr-easy", "cons-fcfs", "cons-slower", "eff-load-k2", "eff-ct-k2"])
+def test_sabin2003_preset_gives_the_experiments_rows(scheme: str) -> None:
+    exp = _module("metasched.experiments.sabin2003", "metasched.sim.experiments.sabin2003")
+    from metasched.sim.multisite_metrics import summarise_multisite
+
+    table = exp.read_table1(TABLE)  # type: ignore[attr-defined]
+    procs = 8
+    base = [
+        Job(i + 1, 37.0 * i + (i % 5) * 11.0, 40.0 + (i * 53) % 400, 60.0 + (i * 53) % 400 + (i * 31) % 300,
+            1 + (i * 7) % 8)
+        for i in range(60)
+    ]  # fmt: skip
+    data = exp.TraceData("T", base, procs, table)  # type: ignore[attr-defined]
+    plat = load_preset("sabin2003").with_procs(procs)
+    assert plat.to_sites() == table.sites(procs)
+    s = exp.SCHEMES[scheme]  # type: ignore[attr-defined]
+    policy = {
+        "least-load": f"least-load:k={s.k}",
+        "k-reservations": f"k-reservations:k={s.k},choice={s.selection}",
+        "completion-time": f"completion-time:k={s.k},choice={s.selection}",
+        "cancel-slower-only": f"cancel-slower-only:k={s.k},choice={s.selection}",
+    }[s.meta] + f",local={s.local},order={s.order}"
+    for load in (1.0, 1.6):
+        row = exp.run_task(exp.Task("T", load, scheme), data, 3)  # type: ignore[attr-defined]
+        jobs = exp.draw_workload(data.copies, n_benchmarks=4, load=load, seed=3, transfer=s.transfer)  # type: ignore[attr-defined]
+        r = simulate_platform(jobs, plat, policy)
+        ours = {"trace": "T", "load_factor": load, "scheme": scheme, **summarise_multisite(r.raw)}
+        assert ours == row
+        assert r.summary["grid"]["mean_wait"] == row["mean_wait"]
+
+
+@pytest.mark.parametrize(("config", "scenario", "policy"), [
+    ("m128", "job-sharing", "best-fit"),
+    ("m64", "multisite", "multisite:overhead=0.2"),
+    ("m384", "job-sharing", "best-fit"),
+])  # fmt: skip
+def test_ernemann2002_presets_give_the_experiments_schedules(config: str, scenario: str, policy: str) -> None:
+    exp = _module("metasched.experiments.ernemann2002", "metasched.sim.exp_ernemann2002")
+    sizes = [s.procs for s in load_preset(f"ernemann2002-{config}").sites]
+    rng = np.random.default_rng(11)
+    jobs = [
+        Job(i + 1, float(i * 40), float(r), float(r + 50), int(p))
+        for i, (r, p) in enumerate(zip(rng.integers(1, 2000, 300), rng.integers(1, max(sizes) + 1, 300), strict=True))
+    ]
+    want = exp.simulate_run(jobs, sizes, scenario, 0.2)  # type: ignore[attr-defined]
+    got = simulate_platform(jobs, load_preset(f"ernemann2002-{config}"), policy)
+    assert got.start_time.tolist() == want.schedule.start_time.tolist()
+    assert got.end_time.tolist() == want.schedule.end_time.tolist()
+    assert got.parts == want.parts
