@@ -118,3 +118,24 @@ def test_from_sites_round_trips_the_simulator_sites() -> None:
     plat = Platform.from_sites(sites, kinds=["a"])
     assert plat.kinds == ("a", "c1", "c2")
     assert plat.to_sites() == [Site("x", 8, speed={0: 2.0, 2: 0.5}), Site("y", 4, default_speed=1.5)]
+
+
+def test_one_file_runs_live_and_simulated(tmp_path: Path) -> None:
+    """`metasched sites run --config` reads the same sites.toml as `simulate --sites`: the live side
+    ignores the simulator's keys, and refuses a bad simulation key with its path."""
+    from metasched.runtime.manager import load_sites
+    from metasched.runtime.metaqueue.store import StoreError
+
+    path = tmp_path / "sites.toml"
+    path.write_text(GOOD)
+    alpha, beta = load_sites(path)
+    assert (alpha.name, alpha.adapter, alpha.queue, alpha.wall_time_s, alpha.licences) == (
+        "alpha", "slurm", "batch", 7200.0, {"matlab": 2},
+    )  # fmt: skip
+    assert (beta.name, beta.adapter) == ("beta", "local")
+    path.write_text('[sites.a]\nadapter = "slurm"\nprocs = -1\n')
+    with pytest.raises(StoreError, match=r"at sites\.a\.procs"):
+        load_sites(path)
+    path.write_text('[sites.a]\nadapter = "slurm"\n[sitez]\n')
+    with pytest.raises(StoreError, match="unknown key 'sitez'"):
+        load_sites(path)

@@ -80,29 +80,29 @@ class SiteTable(BaseModel):
     scheduler: str = Field(default="easy", description="local scheduler: " + ", ".join(SCHEDULERS))
     order: str = Field(default="fcfs", description="queue order of the local scheduler")
     licences: Licences | None = Field(default=None, description="licence copies held: { name = copies }")
-    # live-only keys (metasched sites run); types checked there
-    adapter: str | None = None
-    queue: str | None = None
-    cpus: int | None = None
-    mem: Any = None
-    wall_time: Any = None
-    limit: int | None = None
-    lower: int | None = None
-    initial: int | None = None
-    increase_below: Any = None
-    reduce_above: Any = None
-    extra_args: list[Any] | None = None
-    setup: list[Any] | None = None
-    env: dict[str, Any] | None = None
-    idle_cancel: Any = None
-    command_timeout: Any = None
-    ssh: dict[str, Any] | None = None
-    workdir: str | None = None
-    python: str | None = None
-    transport: str | None = None
-    metaqueue_ssh: dict[str, Any] | None = None
-    tunnel_port: int | None = None
-    stage_root: str | None = None
+    # live-only keys (metasched sites run): accepted as written, checked by the live side
+    adapter: Any = Field(default=None, description="live side (metasched sites run)")
+    queue: Any = Field(default=None, description="live side (metasched sites run)")
+    cpus: Any = Field(default=None, description="live side (metasched sites run)")
+    mem: Any = Field(default=None, description="live side (metasched sites run)")
+    wall_time: Any = Field(default=None, description="live side (metasched sites run)")
+    limit: Any = Field(default=None, description="live side (metasched sites run)")
+    lower: Any = Field(default=None, description="live side (metasched sites run)")
+    initial: Any = Field(default=None, description="live side (metasched sites run)")
+    increase_below: Any = Field(default=None, description="live side (metasched sites run)")
+    reduce_above: Any = Field(default=None, description="live side (metasched sites run)")
+    extra_args: Any = Field(default=None, description="live side (metasched sites run)")
+    setup: Any = Field(default=None, description="live side (metasched sites run)")
+    env: Any = Field(default=None, description="live side (metasched sites run)")
+    idle_cancel: Any = Field(default=None, description="live side (metasched sites run)")
+    command_timeout: Any = Field(default=None, description="live side (metasched sites run)")
+    ssh: Any = Field(default=None, description="live side (metasched sites run)")
+    workdir: Any = Field(default=None, description="live side (metasched sites run)")
+    python: Any = Field(default=None, description="live side (metasched sites run)")
+    transport: Any = Field(default=None, description="live side (metasched sites run)")
+    metaqueue_ssh: Any = Field(default=None, description="live side (metasched sites run)")
+    tunnel_port: Any = Field(default=None, description="live side (metasched sites run)")
+    stage_root: Any = Field(default=None, description="live side (metasched sites run)")
 
     @field_validator("scheduler")
     @classmethod
@@ -185,12 +185,18 @@ def _first_error(exc: ValidationError) -> PlatformError:
     return PlatformError(key, f"{msg} (got {err.get('input')!r})")
 
 
-def platform_from_dict(data: Mapping[str, Any], *, name: str = "platform") -> Platform:
-    """The :class:`Platform` of a parsed ``sites.toml``; :class:`PlatformError` naming the key otherwise."""
+def check_document(data: Mapping[str, Any]) -> PlatformFile:
+    """``data`` (a parsed ``sites.toml``) checked against the schema, without the simulator's
+    requirements (a live-only site needs no ``procs``); :class:`PlatformError` naming the key."""
     try:
-        doc = PlatformFile.model_validate(data)
+        return PlatformFile.model_validate(data)
     except ValidationError as exc:
         raise _first_error(exc) from None
+
+
+def platform_from_dict(data: Mapping[str, Any], *, name: str = "platform") -> Platform:
+    """The :class:`Platform` of a parsed ``sites.toml``; :class:`PlatformError` naming the key otherwise."""
+    doc = check_document(data)
     if not doc.sites:
         raise PlatformError("sites", "a platform needs at least one [sites.NAME] table")
     specs = [site_spec(site_name, table) for site_name, table in doc.sites.items()]

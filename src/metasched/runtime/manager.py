@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metasched.model.platform import PlatformError
+from metasched.model.platform_file import LIVE_KEYS, SIM_KEYS, check_document
 from metasched.policy.throttle import Throttle, TrellisThrottle
 from metasched.runtime.batch import REGISTRY, BatchAdapter, BatchError, PlaceholderSpec, SiteDown
 from metasched.runtime.metaqueue.states import PlaceholderState
@@ -82,31 +84,9 @@ from metasched.runtime.remote.staging import (
 
 log = logging.getLogger("metasched.sites")
 
-_SITE_KEYS = {
-    "adapter",
-    "queue",
-    "cpus",
-    "mem",
-    "wall_time",
-    "limit",
-    "lower",
-    "initial",
-    "increase_below",
-    "reduce_above",
-    "licences",
-    "extra_args",
-    "setup",
-    "env",
-    "idle_cancel",
-    "command_timeout",
-    "ssh",
-    "workdir",
-    "python",
-    "transport",
-    "metaqueue_ssh",
-    "tunnel_port",
-    "stage_root",
-}
+#: Every key of a ``[sites.NAME]`` table: the live keys and the simulator's (one description for both
+#: drivers, :mod:`metasched.model.platform_file`); the live side ignores ``procs``, ``speed``, ...
+_SITE_KEYS = {*LIVE_KEYS, *SIM_KEYS}
 TRANSPORTS = ("http", "ssh", "tunnel")
 
 
@@ -210,7 +190,12 @@ def load_sites(path: str | Path | None) -> list[SiteConfig]:
     sites = data.get("sites")
     if not isinstance(sites, dict) or not sites:
         raise StoreError(f"{path}: no [sites.NAME] tables")
-    return [SiteConfig.from_mapping(name, raw, base_dir=Path(path).parent) for name, raw in sites.items()]
+    configs = [SiteConfig.from_mapping(name, raw, base_dir=Path(path).parent) for name, raw in sites.items()]
+    try:
+        check_document(data)  # the one description (sites.toml): the simulator's keys checked too
+    except PlatformError as exc:
+        raise StoreError(f"{path}: {exc}") from None
+    return configs
 
 
 def load_licences(path: str | Path | None) -> dict[str, int]:
