@@ -183,7 +183,18 @@ def simulate_sites(
     if kinds is not None and kinds not in KIND_SOURCES:
         raise GridInputError(f"unknown job-kind source {kinds!r} (known: {', '.join(KIND_SOURCES)}), at --kinds")
     widest = max(s.procs for s in platform.sites)
-    workload, _, description, _ = _load(trace, widest, jobs, seed, allow_overrun, load)
+    if trace is not None and trace.suffix == ".json":
+        from metasched.workload import transforms
+        from metasched.workload.batsim import BatsimError, read_batsim
+
+        try:
+            workload, _ = read_batsim(trace)
+        except BatsimError as exc:
+            raise GridInputError(f"{exc}, at --trace") from None
+        workload = workload if jobs is None else transforms.first_n(workload, jobs)
+        description = f"{trace.name} (Batsim workload, {len(workload)} jobs)"
+    else:
+        workload, _, description, _ = _load(trace, widest, jobs, seed, allow_overrun, load)
     if trace is None:
         # a generated workload offers ``load`` to the whole grid, not to one site's machine
         workload = [j.copy(submit_time=j.submit_time * widest / platform.total_procs) for j in workload]

@@ -87,6 +87,7 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
         "metasched.cli.catalog",
         "Meta-policies (simulate --policy NAME[:key=value,...]) and live claim policies.",
     ),
+    "batsim": ("metasched.cli.batsim", "Convert a workload between SWF and Batsim JSON."),
 }
 
 
