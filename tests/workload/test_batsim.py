@@ -70,7 +70,9 @@ def test_hand_written_workload_and_its_errors(tmp_path: Path) -> None:
 def test_cli_converts_both_ways(tmp_path: Path) -> None:
     swf = tmp_path / "t.swf"
     swf.write_text(
-        "; MaxProcs: 16\n1 0 -1 50 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1\n2 10 -1 30 2 -1 -1 2 60 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "; MaxProcs: 16\n"
+        "1 0 -1 50 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "2 10 -1 30 2 -1 -1 2 60 -1 1 1 1 -1 1 -1 -1 -1\n"
     )
     runner = CliRunner()
     res = runner.invoke(app, ["batsim", str(swf), str(tmp_path / "t.json")])
