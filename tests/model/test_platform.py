@@ -139,3 +139,16 @@ def test_one_file_runs_live_and_simulated(tmp_path: Path) -> None:
     path.write_text('[sites.a]\nadapter = "slurm"\n[sitez]\n')
     with pytest.raises(StoreError, match="unknown key 'sitez'"):
         load_sites(path)
+
+
+def test_to_toml_round_trips(tmp_path: Path) -> None:
+    from metasched.model.platform_file import to_toml
+
+    path = tmp_path / "sites.toml"
+    path.write_text(GOOD)
+    plat = Platform.from_toml(path)
+    (tmp_path / "again.toml").write_text(to_toml(plat))
+    assert Platform.from_toml(tmp_path / "again.toml") == plat
+    for name in preset_names():
+        (tmp_path / "p.toml").write_text(to_toml(load_preset(name)))
+        assert Platform.from_toml(tmp_path / "p.toml") == load_preset(name)

@@ -211,11 +211,11 @@ def simulate_sites(
         home = "round-robin"
         notes.append("generated workload: no partition field, home sites round robin")
     try:
-        workload, how_home = assign_homes(workload, platform, home)
+        workload, how_home = assign_homes(workload, platform, home, inplace=True)  # jobs read here
     except ValueError as exc:
         raise GridInputError(f"{exc}, at --home") from None
     source = kinds or ("random" if platform.kinds else "none")
-    workload, how_kinds = assign_kinds(workload, platform, source, seed)
+    workload, how_kinds = assign_kinds(workload, platform, source, seed, inplace=True)
     notes += [how_home, how_kinds, f"policies: {', '.join(s.label for s in specs)}"]
     try:
         run_grid(workload, platform, specs, out=out, console=console, describe=notes, workers=workers, gantt=gantt)

@@ -284,3 +284,40 @@ def preset_path(name: str) -> Path:
 def load_preset(name: str) -> Platform:
     """The preset platform called ``name``."""
     return load_platform(preset_path(name))
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_toml_value(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def to_toml(platform: Platform) -> str:
+    """``platform`` as a ``sites.toml`` text (:func:`platform_from_dict` of it gives it back)."""
+    lines = ["[platform]", f"name = {_toml_value(platform.name)}"]
+    if platform.description:
+        lines.append(f"description = {_toml_value(platform.description)}")
+    if platform.source:
+        lines.append(f"source = {_toml_value(platform.source)}")
+    if platform.kinds:
+        lines.append(f"kinds = {_toml_value(list(platform.kinds))}")
+    for s in platform.sites:
+        lines += ["", f"[sites.{_toml_value(s.name)}]", f"procs = {s.procs}"]
+        if s.machines:
+            lines.append(f"machines = {_toml_value(list(s.machines))}")
+        speed: Any = {DEFAULT_KIND: s.speed, **s.speeds} if s.speeds else s.speed
+        lines += [f"speed = {_toml_value(speed)}", f"scheduler = {_toml_value(s.scheduler)}"]
+        lines.append(f"order = {_toml_value(s.order)}")
+        for key, value in s.live.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+        if s.licences and "licences" not in s.live:
+            lines.append(f"licences = {_toml_value(dict(s.licences))}")
+    return "\n".join(lines) + "\n"

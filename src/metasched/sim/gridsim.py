@@ -296,8 +296,8 @@ HOME_MODES: tuple[str, ...] = ("partition", "round-robin")
 KIND_SOURCES: tuple[str, ...] = ("executable", "queue", "random", "none")
 
 
-def assign_homes(jobs: Sequence[Job], platform: Platform, mode: str) -> tuple[list[Job], str]:
-    """Copies of ``jobs`` with ``home_site`` set, and a line saying how.
+def assign_homes(jobs: Sequence[Job], platform: Platform, mode: str, *, inplace: bool = False) -> tuple[list[Job], str]:
+    """Copies of ``jobs`` (``inplace``: the jobs themselves) with ``home_site`` set, and a line saying how.
 
     ``partition``: the SWF partition field, partition ``p >= 1`` going to site ``(p - 1) mod N``
     (an error names the first job without one); ``round-robin``: the ``i``-th job in submit order
@@ -320,30 +320,44 @@ def assign_homes(jobs: Sequence[Job], platform: Platform, mode: str) -> tuple[li
         how = f"home sites round robin over the {n} sites in submit order"
     else:
         raise ValueError(f"--home must be one of {', '.join(HOME_MODES)}, got {mode!r}")
+    if inplace:
+        for j, h in zip(jobs, homes, strict=True):
+            j.home_site = h
+        return list(jobs), how
     return [j.copy(home_site=h) for j, h in zip(jobs, homes, strict=True)], how
 
 
-def assign_kinds(jobs: Sequence[Job], platform: Platform, source: str, seed: int = 1) -> tuple[list[Job], str]:
-    """Copies of ``jobs`` with ``app_class`` set to a kind of ``platform`` (its index in
-    :attr:`Platform.kinds`), and a line saying how.
+def assign_kinds(
+    jobs: Sequence[Job], platform: Platform, source: str, seed: int = 1, *, inplace: bool = False
+) -> tuple[list[Job], str]:
+    """Copies of ``jobs`` (``inplace``: the jobs themselves) with ``app_class`` set to a kind of
+    ``platform`` (its index in :attr:`Platform.kinds`), and a line saying how.
 
     ``executable`` / ``queue``: the SWF field's value, as text, names the kind (a value naming no
     kind of the platform gives class -1: every site's default speed); ``random``: uniform over
     the platform's kinds from ``seed`` (NumPy ``default_rng(seed).integers``, as the seed-000
     experiment draws benchmarks); ``none``: class -1 everywhere."""
     kinds = list(platform.kinds)
+
+    def with_classes(classes: Sequence[int]) -> list[Job]:
+        if inplace:
+            for j, c in zip(jobs, classes, strict=True):
+                j.app_class = c
+            return list(jobs)
+        return [j.copy(app_class=c) for j, c in zip(jobs, classes, strict=True)]
+
     if source == "none" or (source == "random" and not kinds):
         why = "" if source == "none" else " (the platform names no kinds)"
-        return [j.copy(app_class=-1) for j in jobs], f"no job kinds{why}: each site's default speed"
+        return with_classes([-1] * len(jobs)), f"no job kinds{why}: each site's default speed"
     if source == "random":
         import numpy as np
 
-        classes = np.random.default_rng(seed).integers(0, len(kinds), size=len(jobs)).tolist()
-        out = [j.copy(app_class=c) for j, c in zip(jobs, classes, strict=True)]
-        return out, f"job kinds drawn uniformly from {', '.join(kinds)} (seed {seed})"
+        drawn = np.random.default_rng(seed).integers(0, len(kinds), size=len(jobs)).tolist()
+        return with_classes(drawn), f"job kinds drawn uniformly from {', '.join(kinds)} (seed {seed})"
     if source not in ("executable", "queue"):
         raise ValueError(f"--kinds must be one of {', '.join(KIND_SOURCES)}, got {source!r}")
     index = {k: c for c, k in enumerate(kinds)}
-    out = [j.copy(app_class=index.get(str(getattr(j, source)), -1)) for j in jobs]
-    matched = sum(1 for j in out if j.app_class >= 0)
+    classes = [index.get(str(getattr(j, source)), -1) for j in jobs]
+    matched = sum(1 for c in classes if c >= 0)
+    out = with_classes(classes)
     return out, f"job kinds from the {source} field ({matched} of {len(out)} jobs name a kind of the platform)"
