@@ -244,3 +244,19 @@ def test_ernemann2002_presets_give_the_experiments_schedules(config: str, scenar
     assert got.start_time.tolist() == want.schedule.start_time.tolist()
     assert got.end_time.tolist() == want.schedule.end_time.tolist()
     assert got.parts == want.parts
+
+
+def test_outputs_are_read_back_by_evalys(tmp_path: Path) -> None:
+    """jobs_batsim.csv is what evalys reads: every job, its processors as written."""
+    evalys_jobset = pytest.importorskip("evalys.jobset")
+    from metasched.sim.grid_outputs import write_result
+
+    plat = Platform("two", (SiteSpec("s0", 4), SiteSpec("s1", 4, speed=2.0)))
+    jobs = [Job(i, float(3 * i), 10.0 + i, 30.0, 1 + i % 4) for i in range(1, 21)]
+    r = simulate_platform(jobs, plat, "k-reservations:k=2")
+    write_result(r, tmp_path, gantt=False)
+    js = evalys_jobset.JobSet.from_csv(str(tmp_path / "jobs_batsim.csv"))
+    assert len(js.df) == 20
+    want = {int(r.job_id[i]): intervals(a) for i, a in enumerate(allocate_processors(r))}
+    got = {int(row.jobID): str(row.allocated_resources) for row in js.df.itertuples()}
+    assert got == want
