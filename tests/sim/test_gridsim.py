@@ -36,7 +36,7 @@ SELECTOR_POLICIES = ["best-fit", "multisite:overhead=0.25", "multisite:overhead=
 
 def test_every_registered_policy_is_exercised_or_refused() -> None:
     named = {parse_policy(p).name for p in RESERVATION_POLICIES + SELECTOR_POLICIES}
-    assert named | {"load-ordering"} == set(POLICIES)
+    assert named | {"load-ordering"} == set(POLICIES)  # load-ordering: its own property test below
 
 
 @st.composite
@@ -149,8 +149,9 @@ def test_selector_policies_refuse_heterogeneous_speeds() -> None:
     plat = Platform("two", (SiteSpec("s0", 2), SiteSpec("s1", 2, speed=2.0)))
     with pytest.raises(PolicyError, match=r"sites\.s1\.speed"):
         simulate_platform([Job(1, 0.0, 1.0, 1.0, 1)], plat, "best-fit")
+    per_kind = Platform("k", (SiteSpec("s0", 2, speeds={"a": 2.0}),))
     with pytest.raises(PolicyError, match="seed 004"):
-        simulate_platform([Job(1, 0.0, 1.0, 1.0, 1)], plat, "load-ordering")
+        simulate_platform([Job(1, 0.0, 1.0, 1.0, 1)], per_kind, "load-ordering")
 
 
 def test_a_licence_no_site_holds_is_named() -> None:
@@ -260,3 +261,57 @@ def test_outputs_are_read_back_by_evalys(tmp_path: Path) -> None:
     want = {int(r.job_id[i]): intervals(a) for i, a in enumerate(allocate_processors(r))}
     got = {int(row.jobID): str(row.allocated_resources) for row in js.df.itertuples()}
     assert got == want
+
+
+LICENCES = ("lic0", "lic1")
+
+
+@st.composite
+def licensed_cases(draw: st.DrawFn) -> tuple[Platform, list[Job]]:
+    n_sites = draw(st.integers(1, 3))
+    sites = []
+    for s in range(n_sites):
+        machines = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+        lics = {n: draw(st.integers(1, 2)) for n in LICENCES if draw(st.booleans())}
+        speed = draw(st.sampled_from([0.5, 1.0, 2.0]))
+        sites.append(SiteSpec(f"s{s}", sum(machines), speed=speed, machines=machines, licences=lics))
+    plat = Platform("p", tuple(sites))
+    jobs = []
+    t = 0.0
+    for i in range(draw(st.integers(1, 15))):
+        site = draw(st.sampled_from(sites))
+        held = [n for n in LICENCES if site.licences.get(n, 0) > 0]
+        needs = {n: 1 for n in held if draw(st.booleans())}
+        t += draw(st.sampled_from([0.0, 2.0, 10.0]))
+        run = float(draw(st.integers(1, 50)))
+        width = draw(st.integers(1, max(site.machines)))
+        jobs.append(Job(i + 1, t, run, run + draw(st.integers(0, 20)), width, attrs={"licences": needs}))
+    return plat, jobs
+
+
+@pytest.mark.parametrize("case", ["ms", "ls", "none"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=licensed_cases())
+def test_two_level_keeps_the_invariants_and_the_licences(case: str, data: tuple[Platform, list[Job]]) -> None:
+    plat, jobs = data
+    r = simulate_platform(jobs, plat, f"load-ordering:case={case}")
+    check_invariants(r, plat, jobs)
+    by_id = {j.job_id: j for j in jobs}
+    for s, site in enumerate(plat.sites):
+        for lic, copies in site.licences.items():
+            events = []
+            for i in range(len(r)):
+                if (
+                    r.site[i] == s
+                    and lic in by_id[int(r.job_id[i])].attrs["licences"]
+                    and r.end_time[i] > r.start_time[i]
+                ):
+                    events += [(float(r.start_time[i]), 1, 1), (float(r.end_time[i]), 0, -1)]
+            used = 0
+            for _, _, delta in sorted(events):
+                used += delta
+                assert used <= copies
+            # and never at a site that does not hold it
+        for i in range(len(r)):
+            if r.site[i] == s:
+                assert all(site.licences.get(n, 0) > 0 for n in by_id[int(r.job_id[i])].attrs["licences"])

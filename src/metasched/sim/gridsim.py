@@ -214,10 +214,72 @@ def simulate_platform(
         return _run_reservations(jobs, platform, spec, progress)
     if spec.family == "selector":
         return _run_selector(jobs, platform, spec, progress)
-    raise PolicyError(
-        spec.name,
-        f"policy {spec.name!r} ({spec.family}) needs clusters of machines with benchmarks and licences "
-        "(seed 004); run it with `metasched experiment pasquali2010`",
+    return _run_two_level(jobs, platform, spec)
+
+
+def _run_two_level(jobs: Sequence[Job], platform: Platform, spec: PolicySpec) -> GridSimResult:
+    """Seed 004's two-level scheduler on the platform: each site a cluster of its machines (one of
+    ``procs`` processors when it lists none) of benchmark ``1 / speed``, holding its licences on
+    every machine; jobs estimated on a machine of benchmark 1 (the reference), with the licences of
+    ``job.attrs["licences"]``, no deadline and the regular user class unless ``attrs["qos"]`` says."""
+    from metasched.model.grid import Cluster, Machine
+    from metasched.model.licence import Licence
+    from metasched.model.qos import QOS_KEY, JobQos, UserClass
+    from metasched.sim.two_level import CASES, simulate_two_level
+
+    per_kind = [s for s in platform.sites if s.speeds]
+    if per_kind:
+        raise PolicyError(
+            f"sites.{per_kind[0].name}.speed",
+            f"policy {spec.name!r} models one speed per machine (seed 004); site {per_kind[0].name!r} has one per kind",
+        )
+    names = platform.licence_names()
+    clusters = []
+    for s in platform.sites:
+        held = frozenset(i for i, n in enumerate(names) if s.licences.get(n, 0) > 0)
+        sizes = s.machines or (s.procs,)
+        machines = tuple(Machine(f"{s.name}-{m}", size, 1.0 / s.speed, held) for m, size in enumerate(sizes))
+        clusters.append(Cluster(s.name, machines, tuple(Licence(n, s.licences.get(n, 0)) for n in names)))
+    index = {n: i for i, n in enumerate(names)}
+    prepared = []
+    for j in jobs:
+        if QOS_KEY in j.attrs:
+            prepared.append(j.copy())
+            continue
+        mask = 0
+        for lic in j.attrs.get("licences") or {}:
+            mask |= 1 << index[lic]
+        copy = j.copy()
+        copy.attrs[QOS_KEY] = JobQos(j.attrs.get("deadline"), mask, UserClass.REGULAR, 1.0)
+        prepared.append(copy)
+    case = CASES[str(spec.get("case") or "ms")]
+    try:
+        res = simulate_two_level(prepared, clusters, case.make_dispatcher(), case.make_local())
+    except ValueError as exc:
+        raise PolicyError(spec.name, str(exc)) from None
+    order = res.jobs
+    procs = np.array([j.requested_procs for j in order], dtype=np.int64)
+    run = res.end - res.start
+    site = np.asarray(res.cluster, dtype=np.int64)
+    best = max(m.benchmark for c in clusters for m in c.machines)
+    busy = np.zeros(len(clusters))
+    np.add.at(busy, site, procs * run)
+    return GridSimResult(
+        policy=spec.label,
+        platform=platform,
+        job_id=np.array([j.job_id for j in order], dtype=np.int64),
+        submit_time=np.array([j.submit_time for j in order], dtype=float),
+        start_time=np.asarray(res.start, dtype=float),
+        end_time=np.asarray(res.end, dtype=float),
+        procs=procs,
+        site=site,
+        run_time=run,
+        best_run_time=np.array([j.run_time / best for j in order], dtype=float),
+        messages=np.zeros(len(order), dtype=np.int64),
+        busy_proc_s=busy,
+        parts=[((int(c), int(p)),) for c, p in zip(site.tolist(), procs.tolist(), strict=True)],
+        meta={"case": case.name},
+        raw=res,
     )
 
 

@@ -192,9 +192,17 @@ _ENTRIES: tuple[PolicyInfo, ...] = (
         "load-ordering",
         "two-level",
         LoadOrdering,
-        "two-level meta-scheduler: Load then Ordering heuristics",
+        "two-level meta-scheduler: Load then Ordering heuristics; local flexible backfilling per machine",
         "Pasquali et al. 2010 (seed 004)",
-        (),
+        (
+            Param(
+                "case",
+                str,
+                "ms",
+                "ms: MS priorities at both levels; ls: local heuristics; none: arrival order",
+                choices=("ms", "ls", "none"),
+            ),
+        ),
         live="pasquali",
     ),
 )
