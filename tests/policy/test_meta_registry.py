@@ -60,3 +60,12 @@ def test_listing_has_every_policy_with_parameters_and_source() -> None:
     assert [r["name"] for r in rows] == list(POLICIES)
     assert all(r["source"] for r in rows)
     assert "k=4" in next(r for r in rows if r["name"] == "k-reservations")["parameters"]
+
+
+def test_meta_policy_names_reach_their_live_claim_policy() -> None:
+    from metasched.cli.live import claim_policy
+    from metasched.policy.meta.registry import live_claim_key
+
+    assert live_claim_key("load-ordering") == "pasquali" and live_claim_key("efficacy") == "efficacy"
+    assert live_claim_key("min-min") == "min-min"
+    assert type(claim_policy("load-ordering")) is CLAIM_REGISTRY["pasquali"]

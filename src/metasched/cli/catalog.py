@@ -54,3 +54,13 @@ def policies() -> None:
     for row in describe_policies():
         table.add_row(row["name"], row["family"], row["parameters"], row["live"], row["summary"], row["source"])
     console.print(table)
+    from metasched.policy.claim import REGISTRY as CLAIMS
+
+    live = Table(
+        title="live claim policies (metasched sites run / serve --policy NAME; a meta-policy's name works too)"
+    )
+    live.add_column("name")
+    live.add_column("what")
+    for key, cls in CLAIMS.items():
+        live.add_row(key, (cls.__doc__ or "").strip().splitlines()[0])
+    console.print(live)

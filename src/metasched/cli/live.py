@@ -33,9 +33,10 @@ def claim_policy(key: str) -> ClaimPolicy:
     """The registered claim policy ``key``, or a usage error listing the known ones."""
     from metasched.policy.base import lookup
     from metasched.policy.claim import REGISTRY
+    from metasched.policy.meta.registry import live_claim_key
 
     try:
-        return lookup(REGISTRY, key, "claim policy")()
+        return lookup(REGISTRY, live_claim_key(key), "claim policy")()
     except KeyError as exc:
         raise typer.BadParameter(str(exc.args[0])) from None
 
@@ -194,8 +195,10 @@ def sites_run(
     """
     import os
 
+    from metasched.policy.meta.registry import live_claim_key
+
     claim_policy(policy)
-    os.environ["METASCHED_POLICY"] = policy
+    os.environ["METASCHED_POLICY"] = live_claim_key(policy)  # a meta-policy's name reaches its live claim policy
     from metasched.runtime.manager import RunTally, SiteManager, load_licences, load_sites
     from metasched.runtime.metaqueue.store import Store, StoreError, default_url
 

@@ -292,3 +292,10 @@ def describe_policies() -> list[dict[str, str]]:
         }
         for p in _ENTRIES
     ]
+
+
+def live_claim_key(name: str) -> str:
+    """The live claim policy a name reaches: a meta-policy's :attr:`PolicyInfo.live` when it has
+    one (``load-ordering`` -> ``pasquali``), else ``name`` as given (a claim policy's own key)."""
+    info = POLICIES.get(ALIASES.get(name, name))
+    return info.live if info is not None and info.live is not None else name
