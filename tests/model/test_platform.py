@@ -81,6 +81,13 @@ def test_bad_descriptions_get_one_error_naming_the_key(sites: dict, key: str, wo
     assert words in str(info.value) and str(info.value).endswith(f"at {key}")
 
 
+def test_a_licence_no_site_holds_is_named() -> None:
+    with pytest.raises(PlatformError, match=r"no site holds licence 'ansys'.*, at licences\.ansys"):
+        platform_from_dict({"sites": {"a": {"procs": 1, "licences": {"matlab": 1}}}, "licences": {"ansys": 2}})
+    plat = platform_from_dict({"sites": {"a": {"procs": 1, "licences": {"matlab": 1}}}, "licences": {"matlab": 2}})
+    assert plat.licence_names() == ["matlab"]
+
+
 def test_unknown_top_level_key_is_refused_with_its_path() -> None:
     with pytest.raises(PlatformError, match="unknown key 'sitez', at sitez"):
         platform_from_dict({"sitez": {}, "sites": {"a": {"procs": 1}}})

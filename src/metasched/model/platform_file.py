@@ -200,6 +200,12 @@ def platform_from_dict(data: Mapping[str, Any], *, name: str = "platform") -> Pl
     if not doc.sites:
         raise PlatformError("sites", "a platform needs at least one [sites.NAME] table")
     specs = [site_spec(site_name, table) for site_name, table in doc.sites.items()]
+    held = {lic for spec in specs for lic, copies in spec.licences.items() if copies > 0}
+    for lic in doc.licences or {}:
+        if lic not in held:
+            raise PlatformError(
+                f"licences.{lic}", f"no site holds licence {lic!r} (give a site licences = {{ {lic} = N }})"
+            )
     return Platform(
         name=doc.platform.name or name,
         sites=tuple(specs),
