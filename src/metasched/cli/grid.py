@@ -65,14 +65,16 @@ def folder(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9=.+-]+", "_", label)
 
 
-def _run_one(jobs: list[Job], platform: Platform, label: str, out: Path, gantt: bool) -> dict[str, Any]:
+def _run_one(
+    jobs: list[Job], platform: Platform, label: str, out: Path, gantt: bool, progress: Any = None
+) -> dict[str, Any]:
     """One policy's run and files (in a worker process: the policy travels as its text)."""
     from metasched.sim.grid_outputs import write_result
     from metasched.sim.gridsim import simulate_platform
 
     spec = parse_policy(label)
     began = time.perf_counter()
-    result = simulate_platform(jobs, platform, spec)
+    result = simulate_platform(jobs, platform, spec, progress=progress)
     elapsed = time.perf_counter() - began
     result.meta["simulation_seconds"] = elapsed
     write_result(result, out / folder(spec.label), gantt=gantt)
@@ -109,7 +111,13 @@ def run_grid(
         task = progress.add_task(f"{len(policies)} policies, {len(jobs)} jobs", total=len(policies))
         if n_workers == 1:
             for spec in policies:
-                summaries[spec.label] = _run_one(jobs, platform, spec.label, out, gantt)
+                sub = progress.add_task(f"  {spec.label}: jobs", total=len(jobs))
+
+                def advance(n: int, sub: Any = sub) -> None:
+                    progress.advance(sub, n)
+
+                summaries[spec.label] = _run_one(jobs, platform, spec.label, out, gantt, advance)
+                progress.remove_task(sub)
                 progress.advance(task)
         else:
             with ProcessPoolExecutor(max_workers=n_workers) as pool:
