@@ -71,6 +71,17 @@ def test_simulate_sites_writes_every_output_and_compares(tmp_path: Path) -> None
         with (out / folder / "jobs_batsim.csv").open() as fh:
             assert all(r["allocated_resources"] for r in csv.DictReader(fh))
         assert (out / folder / "gantt.png").stat().st_size > 0
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        pq = None
+    if pq is not None:  # Parquet beside every CSV when pyarrow is installed
+        table = pq.read_table(out / "least-load" / "jobs.parquet")
+        assert (
+            table.num_rows == 60
+            and "allocated_resources" in pq.read_table(out / "least-load" / "jobs_batsim.parquet").column_names
+        )
+        assert (out / "compare.parquet").exists()
     with (out / "compare.csv").open() as fh:
         assert [r["policy"] for r in csv.DictReader(fh)] == ["least-load", "completion-time:k=2,choice=completion"]
     assert (out / "compare.png").stat().st_size > 0

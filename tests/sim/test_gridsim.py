@@ -196,7 +196,9 @@ TABLE = _shared() / "data" / "nas" / "sabin2003_table1.csv"
 
 
 @pytest.mark.skipif(not TABLE.is_file(), reason="shared Table 1 not found")
-@pytest.mark.parametrize("scheme", ["greedy", "mr-easy", "cons-fcfs", "cons-slower", "eff-load-k2", "eff-ct-k2"])
+@pytest.mark.parametrize(
+    "scheme", ["greedy", "mr-easy", "cons-fcfs", "cons-slower", "eff-load-k2", "eff-ct-k2", "eff-ct-k3", "xfer-k2"]
+)
 def test_sabin2003_preset_gives_the_experiments_rows(scheme: str) -> None:
     exp = _module("metasched.experiments.sabin2003", "metasched.sim.experiments.sabin2003")
     from metasched.sim.multisite_metrics import summarise_multisite
