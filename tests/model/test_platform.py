@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,7 @@ def test_ernemann_presets_are_the_machine_configurations() -> None:
 
     for key, cfg in CONFIGS.items():
         plat = load_preset(f"ernemann2002-{key}")
+        assert plat == replace(Platform.from_machine_config(cfg), description=plat.description, source=plat.source)
         assert tuple(s.procs for s in plat.sites) == cfg.sizes
         assert all(s.speed == 1.0 and not s.speeds and s.scheduler == "easy" for s in plat.sites)
 
@@ -159,3 +161,18 @@ def test_to_toml_round_trips(tmp_path: Path) -> None:
     for name in preset_names():
         (tmp_path / "p.toml").write_text(to_toml(load_preset(name)))
         assert Platform.from_toml(tmp_path / "p.toml") == load_preset(name)
+
+
+def test_sites_become_clusters_of_machines() -> None:
+    plat = platform_from_dict(
+        {
+            "sites": {
+                "a": {"machines": [4, 2], "speed": 2.0, "licences": {"ansys": 1}},
+                "b": {"procs": 8, "licences": {"matlab": 3}},
+            }
+        }
+    )
+    a, b = plat.to_clusters()
+    assert [m.cpus for m in a.machines] == [4, 2] and all(m.benchmark == 0.5 for m in a.machines)
+    assert a.licence_copies == (1, 0) and b.licence_copies == (0, 3)  # licences: ansys = 0, matlab = 1
+    assert all(m.licences == frozenset({0}) for m in a.machines) and b.machines[0].licences == frozenset({1})

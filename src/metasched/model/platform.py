@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from metasched.model.grid import Cluster, Machine
+from metasched.model.licence import Licence
+from metasched.model.machines import MachineConfig
 from metasched.model.site import Site
 
 #: Local schedulers a site may name (the keys of :data:`metasched.policy.local.REGISTRY`).
@@ -95,6 +98,15 @@ class SiteSpec:
             default_speed=float(self.speed),
         )
 
+    def to_cluster(self, licence_names: Sequence[str] = ()) -> Cluster:
+        """Seed 004's :class:`Cluster`: the site's machines (one of ``procs`` processors when it lists
+        none) of benchmark ``1 / speed``, each running every licence the site holds; the pool has
+        ``licences[name]`` copies of each of ``licence_names`` (licence ``i`` = ``licence_names[i]``)."""
+        held = frozenset(i for i, n in enumerate(licence_names) if self.licences.get(n, 0) > 0)
+        sizes = self.machines or (self.procs,)
+        machines = tuple(Machine(f"{self.name}-{m}", size, 1.0 / self.speed, held) for m, size in enumerate(sizes))
+        return Cluster(self.name, machines, tuple(Licence(n, self.licences.get(n, 0)) for n in licence_names))
+
 
 @dataclass(frozen=True)
 class Platform:
@@ -167,6 +179,18 @@ class Platform:
         from metasched.model.platform_file import platform_from_dict
 
         return platform_from_dict(data, name=name)
+
+    @classmethod
+    def from_machine_config(cls, config: MachineConfig, *, scheduler: str = "easy") -> Platform:
+        """Seed 001's machine configuration: one site ``m<i>`` per machine, all of speed 1."""
+        sites = tuple(SiteSpec(name=f"m{i}", procs=size, scheduler=scheduler) for i, size in enumerate(config.sizes))
+        return cls(name=f"ernemann2002-{config.key}", sites=sites)
+
+    def to_clusters(self) -> list[Cluster]:
+        """Seed 004's clusters of the sites (:meth:`SiteSpec.to_cluster`), licences numbered by
+        :meth:`licence_names`."""
+        names = self.licence_names()
+        return [s.to_cluster(names) for s in self.sites]
 
     @classmethod
     def from_sites(cls, sites: Sequence[Site], *, name: str = "platform", kinds: Sequence[str] = ()) -> Platform:

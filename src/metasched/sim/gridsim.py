@@ -222,8 +222,6 @@ def _run_two_level(jobs: Sequence[Job], platform: Platform, spec: PolicySpec) ->
     ``procs`` processors when it lists none) of benchmark ``1 / speed``, holding its licences on
     every machine; jobs estimated on a machine of benchmark 1 (the reference), with the licences of
     ``job.attrs["licences"]``, no deadline and the regular user class unless ``attrs["qos"]`` says."""
-    from metasched.model.grid import Cluster, Machine
-    from metasched.model.licence import Licence
     from metasched.model.qos import QOS_KEY, JobQos, UserClass
     from metasched.sim.two_level import CASES, simulate_two_level
 
@@ -234,12 +232,7 @@ def _run_two_level(jobs: Sequence[Job], platform: Platform, spec: PolicySpec) ->
             f"policy {spec.name!r} models one speed per machine (seed 004); site {per_kind[0].name!r} has one per kind",
         )
     names = platform.licence_names()
-    clusters = []
-    for s in platform.sites:
-        held = frozenset(i for i, n in enumerate(names) if s.licences.get(n, 0) > 0)
-        sizes = s.machines or (s.procs,)
-        machines = tuple(Machine(f"{s.name}-{m}", size, 1.0 / s.speed, held) for m, size in enumerate(sizes))
-        clusters.append(Cluster(s.name, machines, tuple(Licence(n, s.licences.get(n, 0)) for n in names)))
+    clusters = platform.to_clusters()
     index = {n: i for i, n in enumerate(names)}
     prepared = []
     for j in jobs:
