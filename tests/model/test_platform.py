@@ -176,3 +176,13 @@ def test_sites_become_clusters_of_machines() -> None:
     assert [m.cpus for m in a.machines] == [4, 2] and all(m.benchmark == 0.5 for m in a.machines)
     assert a.licence_copies == (1, 0) and b.licence_copies == (0, 3)  # licences: ansys = 0, matlab = 1
     assert all(m.licences == frozenset({0}) for m in a.machines) and b.machines[0].licences == frozenset({1})
+
+
+def test_live_side_names_an_unknown_site_key_with_its_path(tmp_path: Path) -> None:
+    from metasched.runtime.manager import load_sites
+    from metasched.runtime.metaqueue.store import StoreError
+
+    path = tmp_path / "sites.toml"
+    path.write_text('[sites.a]\nadapter = "slurm"\nprocz = 4\n')
+    with pytest.raises(StoreError, match=r"unknown key\(s\) procz.*, at sites\.a\.procz"):
+        load_sites(path)

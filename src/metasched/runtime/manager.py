@@ -125,8 +125,10 @@ class SiteConfig:
     def from_mapping(cls, name: str, raw: dict[str, Any], *, base_dir: Path | None = None) -> SiteConfig:
         unknown = set(raw) - _SITE_KEYS
         if unknown:
+            first = sorted(unknown)[0]
             raise StoreError(
                 f"site {name!r}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SITE_KEYS))}"
+                f", at sites.{name}.{first}"
             )
         adapter = str(raw.get("adapter", "local"))
         if adapter not in REGISTRY:
