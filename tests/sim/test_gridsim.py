@@ -46,7 +46,10 @@ def cases(draw: st.DrawFn, equal_speeds: bool) -> tuple[Platform, list[Job]]:
     sites = []
     for s in range(n_sites):
         speeds = {} if equal_speeds else {k: draw(factor) for k in KINDS if draw(st.booleans())}
-        sites.append(SiteSpec(name=f"s{s}", procs=draw(st.integers(1, 12)), speed=draw(factor), speeds=speeds))
+        scheduler = "easy" if equal_speeds else draw(st.sampled_from(["fcfs", "easy", "conservative"]))
+        order = "fcfs" if equal_speeds else draw(st.sampled_from(["fcfs", "efficacy"]))
+        procs = draw(st.integers(1, 12))
+        sites.append(SiteSpec(f"s{s}", procs, draw(factor), speeds, scheduler=scheduler, order=order))
     plat = Platform("p", tuple(sites), kinds=KINDS)
     widest = max(s.procs for s in sites)
     n = draw(st.integers(1, 18))
