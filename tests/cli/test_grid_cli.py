@@ -65,6 +65,7 @@ def test_simulate_sites_writes_every_output_and_compares(tmp_path: Path) -> None
         assert {r["site"] for r in rows} <= {"big", "slow", "small"}
         summary = json.loads((out / folder / "summary.json").read_text())
         assert summary["grid"]["jobs"] == 60 and set(summary["sites"]) == {"big", "slow", "small"}
+        assert any("home sites from the partition field" in line for line in summary["workload"])
         for key in ("awrt", "mean_wait", "p95_wait", "mean_bounded_slowdown", "p95_bounded_slowdown",
                     "utilization", "effective_utilization", "messages"):  # fmt: skip
             assert key in summary["grid"]

@@ -66,7 +66,13 @@ def folder(label: str) -> str:
 
 
 def _run_one(
-    jobs: list[Job], platform: Platform, label: str, out: Path, gantt: bool, progress: Any = None
+    jobs: list[Job],
+    platform: Platform,
+    label: str,
+    out: Path,
+    gantt: bool,
+    progress: Any = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """One policy's run and files (in a worker process: the policy travels as its text)."""
     from metasched.sim.grid_outputs import write_result
@@ -77,6 +83,8 @@ def _run_one(
     result = simulate_platform(jobs, platform, spec, progress=progress)
     elapsed = time.perf_counter() - began
     result.meta["simulation_seconds"] = elapsed
+    if notes:
+        result.meta["workload"] = notes  # where the trace, homes and kinds came from
     write_result(result, out / folder(spec.label), gantt=gantt)
     return result.summary
 
@@ -99,6 +107,7 @@ def run_grid(
     for line in describe:
         console.print(line)
     n_workers = max(1, min(len(policies), workers or (os.cpu_count() or 1)))
+    plain = [re.sub(r"\[/?[a-z ]*\]", "", line) for line in describe]  # without Rich markup
     summaries: dict[str, dict[str, Any]] = {}
     with Progress(
         TextColumn("{task.description}"),
@@ -116,12 +125,15 @@ def run_grid(
                 def advance(n: int, sub: Any = sub) -> None:
                     progress.advance(sub, n)
 
-                summaries[spec.label] = _run_one(jobs, platform, spec.label, out, gantt, advance)
+                summaries[spec.label] = _run_one(jobs, platform, spec.label, out, gantt, advance, plain)
                 progress.remove_task(sub)
                 progress.advance(task)
         else:
             with ProcessPoolExecutor(max_workers=n_workers) as pool:
-                futures = {pool.submit(_run_one, jobs, platform, spec.label, out, gantt): spec for spec in policies}
+                futures = {
+                    pool.submit(_run_one, jobs, platform, spec.label, out, gantt, None, plain): spec
+                    for spec in policies
+                }
                 for fut in as_completed(futures):
                     summaries[futures[fut].label] = fut.result()
                     progress.advance(task)
