@@ -320,3 +320,15 @@ def test_two_level_keeps_the_invariants_and_the_licences(case: str, data: tuple[
         for i in range(len(r)):
             if r.site[i] == s:
                 assert all(site.licences.get(n, 0) > 0 for n in by_id[int(r.job_id[i])].attrs["licences"])
+
+
+def test_allocation_of_jobs_of_no_duration_at_a_busy_instant() -> None:
+    """Found by hypothesis: three jobs start at t=0 on a 3-processor site, one of them 3 wide and two
+    of no duration. The zero-length jobs ran (0 to 0) before the wide one took every processor; the
+    allocation must give them processors first, not fail."""
+    plat = Platform("p", (SiteSpec("s0", 3, speed=0.5), SiteSpec("s1", 1, speed=0.5)))
+    jobs = [Job(1, 0.0, 0.0, 1.0, 1, home_site=0), Job(2, 0.0, 1.0, 2.0, 3, home_site=0)]
+    jobs.append(Job(3, 0.0, 0.0, 1.0, 1, home_site=0))
+    r = simulate_platform(jobs, plat, "completion-time:k=3,choice=completion,local=conservative")
+    assert r.start_time.tolist() == [0.0, 0.0, 0.0] and r.site.tolist() == [0, 0, 0]
+    assert [intervals(a) for a in allocate_processors(r)] == ["0", "0-2", "0"]

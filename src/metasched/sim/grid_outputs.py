@@ -4,7 +4,8 @@
 Processor numbering: the sites' processors are numbered one after the other in platform order
 (site 0 holds ``0 .. P0-1``, site 1 ``P0 .. P0+P1-1``, ...), the one resource space Batsim and
 evalys know. :func:`allocate_processors` assigns each job concrete processors by a first-free
-sweep: jobs in start order (ends released first at equal instants), each taking the lowest-numbered
+sweep: jobs in start order (ends released first at equal instants, jobs of no duration first
+among those starting together), each taking the lowest-numbered
 free processors of its site(s). Invariant (hypothesis test): no processor is held by two jobs at
 any instant, and a job gets exactly as many processors as it has at each site.
 """
@@ -41,7 +42,10 @@ def allocate_processors(result: GridSimResult) -> list[list[int]]:
     offsets = np.concatenate([[0], np.cumsum([s.procs for s in result.platform.sites])]).astype(int).tolist()
     # per site: a heap of free processor ids; releases are applied before starts at the same instant
     free: list[list[int]] = [list(range(offsets[s], offsets[s + 1])) for s in range(len(result.platform.sites))]
-    order = sorted(range(len(result)), key=lambda i: (float(result.start_time[i]), i))
+    # at one instant, jobs of no duration first: they end at once and free their processors for the
+    # others starting then (the simulator may have started them on processors a later start took)
+    start, end = result.start_time, result.end_time
+    order = sorted(range(len(result)), key=lambda i: (float(start[i]), bool(end[i] > start[i]), i))
     ends: list[tuple[float, int]] = []
     held: dict[int, list[tuple[int, list[int]]]] = {}
     out: list[list[int]] = [[] for _ in range(len(result))]
