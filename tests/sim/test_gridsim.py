@@ -17,7 +17,7 @@ from metasched.model.job import Job
 from metasched.model.platform import Platform, SiteSpec
 from metasched.model.platform_file import load_preset
 from metasched.policy.meta.registry import POLICIES, PolicyError, parse_policy
-from metasched.sim.grid_outputs import allocate_processors, intervals
+from metasched.sim.grid_outputs import allocate_processors, gantt_rectangles, intervals
 from metasched.sim.gridsim import GridSimResult, assign_homes, assign_kinds, simulate_platform
 
 KINDS = ("a", "b")
@@ -139,6 +139,12 @@ def test_hand_worked_two_sites() -> None:
     assert r.site.tolist() == [0, 1, 0]
     assert r.start_time.tolist() == [0.0, 0.0, 10.0] and r.end_time.tolist() == [10.0, 20.0, 20.0]
     assert [intervals(a) for a in allocate_processors(r)] == ["0-1", "2-3", "0-1"]
+    # the Gantt chart's rectangles: hours, processors within each site, wait
+    h = 1 / 360  # 10 s in hours
+    assert gantt_rectangles(r, allocate_processors(r)) == [
+        [(0.0, h, 0, 2, 0.0), (h, 2 * h, 0, 2, 10.0)],
+        [(0.0, 2 * h, 0, 2, 0.0)],
+    ]
     s = r.summary
     assert s["grid"]["mean_wait"] == pytest.approx(10 / 3)
     # AWRT: processor-weighted response (10 + 20 + 20) / 3; utilization: 80 busy of 4 x 20

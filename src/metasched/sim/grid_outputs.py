@@ -44,8 +44,8 @@ def allocate_processors(result: GridSimResult) -> list[list[int]]:
     free: list[list[int]] = [list(range(offsets[s], offsets[s + 1])) for s in range(len(result.platform.sites))]
     # at one instant, jobs of no duration first: they end at once and free their processors for the
     # others starting then (the simulator may have started them on processors a later start took)
-    start, end = result.start_time, result.end_time
-    order = sorted(range(len(result)), key=lambda i: (float(start[i]), bool(end[i] > start[i]), i))
+    t_start, t_end = result.start_time, result.end_time
+    order = sorted(range(len(result)), key=lambda i: (float(t_start[i]), bool(t_end[i] > t_start[i]), i))
     ends: list[tuple[float, int]] = []
     held: dict[int, list[tuple[int, list[int]]]] = {}
     out: list[list[int]] = [[] for _ in range(len(result))]
@@ -156,6 +156,33 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def gantt_rectangles(
+    result: GridSimResult, alloc: list[list[int]], t0: float = 0.0
+) -> list[list[tuple[float, float, int, int, float]]]:
+    """Per site, ``(start h, end h, first processor, last processor + 1, wait s)`` of every run of
+    consecutive processors a job holds there (processors numbered within the site, hours since ``t0``)."""
+    sites = result.platform.sites
+    offsets = np.concatenate([[0], np.cumsum([s.procs for s in sites])]).astype(int).tolist()
+    site_of = (np.searchsorted(offsets, np.arange(offsets[-1]), side="right") - 1).tolist()
+    starts = ((result.start_time - t0) / 3600.0).tolist()
+    ends = ((result.end_time - t0) / 3600.0).tolist()
+    waits = result.wait.tolist()
+    out: list[list[tuple[float, float, int, int, float]]] = [[] for _ in sites]
+    for i, ids in enumerate(alloc):
+        if not ids:
+            continue
+        run_start = prev = ids[0]
+        for pid in [*ids[1:], None]:
+            if pid is not None and pid == prev + 1 and site_of[pid] == site_of[prev]:
+                prev = pid
+                continue
+            s = site_of[run_start]
+            out[s].append((starts[i], ends[i], run_start - offsets[s], prev - offsets[s] + 1, waits[i]))
+            if pid is not None:
+                run_start = prev = pid
+    return out
+
+
 def plot_gantt(result: GridSimResult, path: Path, alloc: list[list[int]] | None = None) -> Path:
     """One panel per site: each job a rectangle per run of consecutive processors, time in hours.
 
@@ -169,33 +196,20 @@ def plot_gantt(result: GridSimResult, path: Path, alloc: list[list[int]] | None 
 
     alloc = allocate_processors(result) if alloc is None else alloc
     sites = result.platform.sites
-    offsets = np.concatenate([[0], np.cumsum([s.procs for s in sites])]).astype(int)
     fig, axes = plt.subplots(len(sites), 1, figsize=(12, 2.2 + 1.6 * len(sites)), squeeze=False, sharex=True)
     t0 = float(result.submit_time.min()) if len(result) else 0.0
     wait = result.wait
     vmax = float(np.percentile(wait, 99)) if len(result) else 1.0
     cmap = plt.get_cmap("viridis")
+    verts: list[list[list[tuple[float, float]]]] = [[] for _ in sites]
+    colours: list[list[float]] = [[] for _ in sites]
+    for s, rects in enumerate(gantt_rectangles(result, alloc, t0)):
+        for x0, x1, y0, y1, w in rects:
+            verts[s].append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+            colours[s].append(w)
     for s, site in enumerate(sites):
         ax = axes[s][0]
-        verts: list[list[tuple[float, float]]] = []
-        colours: list[float] = []
-        for i, ids in enumerate(alloc):
-            mine = [p for p in ids if offsets[s] <= p < offsets[s + 1]]
-            if not mine:
-                continue
-            x0 = (float(result.start_time[i]) - t0) / 3600.0
-            x1 = (float(result.end_time[i]) - t0) / 3600.0
-            start = prev = mine[0]
-            for p in [*mine[1:], None]:
-                if p is not None and p == prev + 1:
-                    prev = p
-                    continue
-                y0, y1 = start - offsets[s], prev - offsets[s] + 1
-                verts.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-                colours.append(float(wait[i]))
-                if p is not None:
-                    start = prev = p
-        coll = PolyCollection(verts, array=np.asarray(colours), cmap=cmap, linewidths=0)
+        coll = PolyCollection(verts[s], array=np.asarray(colours[s]), cmap=cmap, linewidths=0)
         coll.set_clim(0.0, max(vmax, 1.0))
         ax.add_collection(coll)
         ax.set_ylim(0, site.procs)
