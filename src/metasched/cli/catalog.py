@@ -45,7 +45,7 @@ def platforms(
 
 @app.command()
 def policies() -> None:
-    """List the meta-policies: name, family, parameters (defaults), live claim policy, source."""
+    """List the meta-policies (name, family, parameters, live claim policy, source) and the live claim policies."""
     from metasched.policy.meta.registry import describe_policies
 
     table = Table(title="meta-policies (simulate --policy NAME[:key=value,...])")

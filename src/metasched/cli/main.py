@@ -56,7 +56,7 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
     ),
     "logs": ("metasched.cli.queue", "Print a job's output (last run) or its event log."),
     "simulate": (
-        "metasched.cli.simulate",
+        ("metasched.cli.simulate", "metasched.cli.grid"),
         "Replay a workload through FCFS / EASY / conservative backfilling on one machine.",
     ),
     "demo": (
@@ -81,13 +81,13 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
     "licences": ("metasched.cli.licences", "Global licence limits (copies active at once across all sites)."),
     "platforms": (
         "metasched.cli.catalog",
-        "Preset platforms (simulate --platform), one printed, or the sites.toml schema.",
+        "List the preset platforms (the papers' grids), or print one, or the sites.toml schema.",
     ),
     "policies": (
         "metasched.cli.catalog",
-        "Meta-policies (simulate --policy NAME[:key=value,...]) and live claim policies.",
+        "List the meta-policies (name, family, parameters, live claim policy, source) and the live claim policies.",
     ),
-    "batsim": ("metasched.cli.batsim", "Convert a workload between SWF and Batsim JSON."),
+    "batsim": ("metasched.cli.batsim", "Convert SWF -> Batsim JSON (delay profiles) or Batsim JSON -> SWF."),
 }
 
 
