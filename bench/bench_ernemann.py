@@ -17,8 +17,8 @@ import os
 import platform
 import time
 
+from metasched.experiments import ernemann2002 as exp
 from metasched.model.job import Job
-from metasched.sim import exp_ernemann2002 as exp
 
 
 def single_runs(workloads: dict[str, list[Job]]) -> None:

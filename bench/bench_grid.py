@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     from metasched.model.platform_file import load_preset, to_toml
-    from metasched.sim.experiments import sabin2003 as exp
+    from metasched.experiments import sabin2003 as exp
     from metasched.sim.gridsim import simulate_platform
     from metasched.workload.swf import read_swf_head
 

@@ -17,8 +17,8 @@ import os
 import time
 from pathlib import Path
 
+from metasched.experiments import sabin2003 as exp
 from metasched.sim._memory import keep_freed_memory
-from metasched.sim.experiments import sabin2003 as exp
 from metasched.workload import transforms
 from metasched.workload.swf import read_swf
 

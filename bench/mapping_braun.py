@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from metasched.sim.mapping_experiments import braun2001
+from metasched.experiments.mapping import braun2001
 
 #: Best published makespans we could source (Gogos et al., FGCS 2016, as quoted in the issue).
 PUBLISHED = {"u_c_hihi.0": 7_358_942.8}

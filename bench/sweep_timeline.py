@@ -26,17 +26,17 @@ from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from metasched.sim.experiments import sabin2003 as exp  # noqa: E402
+from metasched.experiments import sabin2003 as exp  # noqa: E402
 
 _WORK = exp._work
 _LOG: list[Path] = []  # set by main; the pool's workers are forked from it and inherit it
 
 
-def timed(task: exp.Task) -> dict[str, Any]:
+def timed(context: Any, task: exp.Task) -> dict[str, Any]:
     """The sweep's ``_work`` with the simulation's times recorded (module-level: the pool pickles
     it by name)."""
     a, c = time.time(), time.process_time()
-    row = _WORK(task)
+    row = _WORK(context, task)
     record = {
         "pid": os.getpid(),
         "a": a - T0,

@@ -213,7 +213,7 @@ def test_one_machine_grid_is_the_core_easy(case: tuple[list[int], list[Job], Mac
 
 @pytest.mark.traces
 def test_one_machine_grid_matches_core_easy_on_ctc() -> None:
-    from metasched.sim.exp_ernemann2002 import default_trace
+    from metasched.experiments.ernemann2002 import default_trace
     from metasched.workload.swf import read_swf
 
     if not default_trace().exists():

@@ -11,11 +11,11 @@ import pytest
 import metasched.policy.local as local_pkg
 import metasched.policy.meta as meta_pkg
 import metasched.policy.priority as prio_pkg
+from metasched.experiments.pasquali2010 import Pasquali2010Config, run
 from metasched.model.qos import qos_of
 from metasched.policy.local.flexible import FlexibleBackfill
 from metasched.policy.meta.two_level import LoadOrdering
 from metasched.policy.priority.arrival import ArrivalOrder
-from metasched.sim.exp_pasquali2010 import Pasquali2010Config, run
 from metasched.sim.two_level import run_case, simulate_two_level
 from metasched.sim.two_level_metrics import cluster_metrics
 from metasched.workload.pasquali import PasqualiParams, generate_grid, generate_jobs

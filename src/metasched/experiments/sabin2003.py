@@ -26,10 +26,9 @@ around them; see :data:`FIGURES`.
 from __future__ import annotations
 
 import csv
-import gc
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from metasched.experiments import runner
 from metasched.model.job import Job
 from metasched.model.site import Site
 from metasched.policy.base import lookup
@@ -45,7 +45,6 @@ from metasched.policy.meta import REGISTRY as META_REGISTRY
 from metasched.policy.meta.least_load import LeastLoad
 from metasched.policy.meta.reservations_base import Selection
 from metasched.policy.priority import REGISTRY as ORDER_REGISTRY
-from metasched.sim._memory import keep_freed_memory
 from metasched.sim.metrics import write_rows_csv
 from metasched.sim.multisite import TRANSFER_ATTR, JobColumns, simulate_multisite
 from metasched.sim.multisite_metrics import summarise_multisite
@@ -465,18 +464,6 @@ def run_task(
     return row
 
 
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(data: dict[str, TraceData], seed: int) -> None:
-    _WORKER["data"] = data
-    _WORKER["seed"] = seed
-
-
-def _work(task: Task) -> dict[str, Any]:
-    return run_task(task, _WORKER["data"][task.trace], _WORKER["seed"])
-
-
 def _cost(task: Task) -> float:
     """Rough relative cost, to start the long runs first."""
     s = SCHEMES[task.scheme]
@@ -497,6 +484,25 @@ def warm_up(data: dict[str, TraceData], schemes: Sequence[str], seed: int) -> No
         run_task(Task(first.name, 1.0, scheme), few, seed)
 
 
+def _work(context: tuple[dict[str, TraceData], int], task: Task) -> dict[str, Any]:
+    data, seed = context
+    return run_task(task, data[task.trace], seed)
+
+
+def _warm(context: tuple[dict[str, TraceData], int], tasks: Sequence[Task]) -> None:
+    """The runner's warm-up: kernels compiled or loaded, each scheme run once on a few jobs, the
+    columns every task starts from computed (before the local pool forks: inherited)."""
+    data, seed = context
+    warm_up(data, sorted({t.scheme for t in tasks}), seed)
+    for d in data.values():
+        d.columns  # noqa: B018
+
+
+def task_of(row: dict[str, Any]) -> Task:
+    """The task a row of the sweep answers."""
+    return Task(row["trace"], float(row["load_factor"]), row["scheme"])
+
+
 def run_sweep(
     data: dict[str, TraceData],
     schemes: Sequence[str],
@@ -507,59 +513,35 @@ def run_sweep(
     on_done: Callable[[dict[str, Any]], None] | None = None,
     done_rows: Sequence[dict[str, Any]] = (),
     meanwhile: Callable[[], None] | None = None,
+    executor: Executor | None = None,
+    stage_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Every (trace, load, scheme) in a pool of ``workers`` processes; rows sorted by task.
+    """Every (trace, load, scheme) through :func:`metasched.experiments.runner.run_sweep` (the
+    local pool of ``workers`` processes, or ``executor``); rows sorted by trace, load, scheme.
     ``done_rows``: rows of an earlier, interrupted sweep with the same inputs; their tasks are
-    not run again (``on_done`` is called for the new rows only). The processes keep the memory
-    their runs free for the next run (:func:`~metasched.sim._memory.keep_freed_memory`).
-    ``meanwhile``: called once in this process while the workers run (with one worker, first)."""
-    keep_freed_memory()  # (before the workers fork: they inherit it)
-    done = {(r["trace"], float(r["load_factor"]), r["scheme"]): r for r in done_rows}
-    tasks = sorted(
-        (Task(t, load, s) for t in data for load in loads for s in schemes if (t, float(load), s) not in done),
-        key=_cost,
-        reverse=True,
-    )
-    rows: list[dict[str, Any]] = [
-        done[key] for key in ((t, float(load), s) for t in data for load in loads for s in schemes) if key in done
-    ]
-    if workers <= 1:
-        if meanwhile:
-            meanwhile()
-        _init_worker(data, seed)
-        for task in tasks:
-            rows.append(_work(task))
-            if on_done:
-                on_done(rows[-1])
-    else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
-        forked = ctx.get_start_method() == "fork" and bool(tasks)
-        if forked:
-            warm_up(data, sorted({t.scheme for t in tasks}), seed)
-            for d in data.values():
-                d.columns  # noqa: B018 (computed once here, inherited by the workers)
-            # the workers' garbage collector need not walk the inputs they inherit (nor touch
-            # their pages): they live through the sweep
-            gc.collect()
-            gc.freeze()
-        try:
-            with ctx.Pool(workers, initializer=_init_worker, initargs=(data, seed)) as pool:
-                results = pool.imap_unordered(_work, tasks)
-                if meanwhile:
-                    meanwhile()
-                for row in results:
-                    rows.append(row)
-                    if on_done:
-                        on_done(row)
-        finally:
-            if forked:
-                gc.unfreeze()
+    not run again (``on_done`` is called for the new rows only). ``meanwhile``: called once in
+    this process while the workers run (with one worker, first)."""
     trace_rank = {t: i for i, t in enumerate(data)}
     scheme_rank = {s: i for i, s in enumerate(SCHEMES)}
-    rows.sort(key=lambda r: (trace_rank[r["trace"]], r["load_factor"], scheme_rank[r["scheme"]]))
-    return rows
+    tasks = sorted(
+        {Task(t, float(load), s) for t in data for load in loads for s in schemes},
+        key=lambda k: (trace_rank[k.trace], k.load, scheme_rank[k.scheme]),
+    )
+    wanted = set(tasks)
+    done = {task_of(r): r for r in done_rows if task_of(r) in wanted}
+    return runner.run_sweep(
+        (data, seed),
+        tasks,
+        _work,
+        executor=executor,
+        workers=workers,
+        warm_up=_warm,
+        stage_dir=stage_dir,
+        done=dict(done),
+        on_done=(lambda _task, row: on_done(row)) if on_done else None,
+        meanwhile=meanwhile,
+        order=lambda k: -_cost(k),
+    )
 
 
 # ----------------------------------------------------------------------------------- figures, claims

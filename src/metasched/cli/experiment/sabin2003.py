@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
-import os
 import shlex
 import sys
 import time
@@ -16,53 +14,49 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from metasched.cli.experiment import app
-from metasched.sim.experiments import sabin2003 as exp
-from metasched.workload.swf import read_swf_head
+from metasched.cli.experiment import (
+    PARTIAL,
+    ExecutorOpt,
+    OutOpt,
+    ReplotOpt,
+    ResumeOpt,
+    WorkersOpt,
+    app,
+    executor_for,
+    resolve_traces,
+    shared_dir,
+)
+from metasched.experiments import sabin2003 as exp
+from metasched.experiments.runner import Journal, JournalError
+from metasched.workload.swf import read_header, read_swf_head
 
 console = Console()
-
-TRACE_FILES = {"CTC": "CTC-SP2-1996-3.1-cln.swf.gz", "SDSC": "SDSC-SP2-1998-4.2-cln.swf.gz"}
-
-
-def shared_dir() -> Path:
-    """``$METASCHED_SHARED``, else ``<repo root>/../shared``."""
-    env = os.environ.get("METASCHED_SHARED")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3].parent / "shared"
-
-
-def _resolve_trace(spec: str) -> tuple[str, Path]:
-    if spec.upper() in TRACE_FILES:
-        path = shared_dir() / "data" / "traces" / TRACE_FILES[spec.upper()]
-        name = spec.upper()
-    else:
-        path = Path(spec)
-        name = path.name.split("-")[0].upper()
-    if not path.is_file():
-        raise typer.BadParameter(f"trace {spec!r}: no file at {path} (set METASCHED_SHARED or give a path)")
-    return name, path
 
 
 @app.command("sabin2003")
 def sabin2003(
-    out: Annotated[Path, typer.Option(help="output directory")],
+    out: OutOpt,
     figure: Annotated[list[int] | None, typer.Option(help="figure number 1-14 (repeatable); default all")] = None,
     trace: Annotated[
-        list[str] | None, typer.Option(help="CTC, SDSC or an SWF path (repeatable); default CTC and SDSC")
+        list[str] | None,
+        typer.Option(help="CTC, SDSC, SDSC-BLUE, KTH, HPC2N or an SWF path (repeatable); default CTC and SDSC"),
     ] = None,
     jobs: Annotated[int, typer.Option(help="first N jobs of each trace (each site gets a copy)")] = 5000,
     load: Annotated[list[float] | None, typer.Option(help="load factors (repeatable); default 1.0..2.0 by 0.2")] = None,
     seed: Annotated[int, typer.Option(help="seed of the benchmark and data-size draws")] = 1,
-    workers: Annotated[int, typer.Option(help="worker processes")] = 2,
+    workers: WorkersOpt = 2,
     table: Annotated[Path | None, typer.Option(help="Table 1 CSV (default: shared/data/nas)")] = None,
-    resume: Annotated[
-        bool, typer.Option(help=f"reuse the simulations already in OUT/{PARTIAL} (same jobs, seed and Table 1)")
-    ] = False,
-    replot: Annotated[
-        bool, typer.Option("--replot", help="do not simulate: redo the figures and summary.md from OUT/runs.csv")
-    ] = False,
+    procs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--procs",
+            help="processors per site, for all traces (430) or one (CTC=430), repeatable; default: the trace's "
+            "MaxProcs (the paper's CTC sites had 430, the cleaned trace declares 338)",
+        ),
+    ] = None,
+    executor: ExecutorOpt = "local",
+    resume: ResumeOpt = False,
+    replot: ReplotOpt = False,
 ) -> None:
     """Heterogeneous multi-site schemes of Sabin et al. 2003 over load factors, figures 1-14.
 
@@ -94,11 +88,19 @@ def sabin2003(
         raise typer.BadParameter(f"Table 1 CSV not found at {table_path} (set METASCHED_SHARED or --table)")
     t1 = exp.read_table1(table_path)
     data: dict[str, exp.TraceData] = {}
-    for spec in trace or ["CTC", "SDSC"]:
-        name, path = _resolve_trace(spec)
-        base, procs = read_swf_head(path, jobs)
-        data[name] = exp.TraceData(name=name, jobs=base, procs=procs, table=t1)
-        console.print(f"{name}: {path.name}, first {len(base)} jobs, {procs} processors per site")
+    resolved = resolve_traces(trace or ["CTC", "SDSC"])
+    sizes = _site_sizes(procs or [], [name for name, _ in resolved])
+    described: dict[str, str] = {}
+    for name, path in resolved:
+        base, declared = read_swf_head(path, jobs)
+        size = sizes.get(name, declared)
+        data[name] = exp.TraceData(name=name, jobs=base, procs=size, table=t1)
+        header = read_header(path)
+        described[name] = (
+            ", ".join(f"{k} {header[k]}" for k in ("Computer", "Installation", "MaxProcs") if header.get(k))
+            or path.name
+        )
+        console.print(f"{name}: {path.name}, first {len(base)} jobs, {size} processors per site")
     schemes = exp.schemes_for(figures)
     out.mkdir(parents=True, exist_ok=True)
     n_tasks = len(data) * len(loads) * len(schemes)
@@ -108,29 +110,32 @@ def sabin2003(
         "table": str(table_path.resolve()),
         "traces": {n: d.procs for n, d in data.items()},
     }
-    partial = out / PARTIAL
-    earlier = _read_partial(partial, inputs) if resume else []
+    journal = Journal(out / PARTIAL, inputs)
+    try:
+        earlier = journal.read() if resume else []
+    except JournalError as err:
+        raise typer.BadParameter(str(err), param_hint="--resume") from None
     if earlier:
-        console.print(f"resuming: {len(earlier)} simulations already in {partial}")
+        console.print(f"resuming: {len(earlier)} simulations already in {journal.path}")
     started = time.perf_counter()
     with (
         Progress(
             TextColumn("[bold]sabin2003[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
         ) as progress,
-        partial.open("a" if resume else "w") as log,
+        journal.open(resume=resume) as log,
+        executor_for(executor, workers=workers, out=out) as pool,
     ):
         bar = progress.add_task("runs", total=n_tasks)
         wanted = {(t, float(f), s) for t in data for f in loads for s in schemes}
         progress.advance(bar, sum(1 for r in earlier if (r["trace"], float(r["load_factor"]), r["scheme"]) in wanted))
 
         def done(row: dict[str, Any]) -> None:
-            log.write(json.dumps({"inputs": inputs, "row": row}, default=_plain) + "\n")
-            log.flush()
+            log.append(row)
             progress.advance(bar)
 
         rows = exp.run_sweep(
             data, schemes, loads, seed=seed, workers=workers, on_done=done, done_rows=earlier,
-            meanwhile=exp.load_plotting,
+            meanwhile=exp.load_plotting, executor=pool, stage_dir=out / "stage",
         )  # fmt: skip
     elapsed = time.perf_counter() - started
     exp.write_csv(out / "runs.csv", rows)
@@ -210,34 +215,19 @@ def _read_runs(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _plain(value: Any) -> Any:
-    """A NumPy scalar as the Python number it holds (for ``json.dumps``)."""
-    return value.item()
-
-
-#: Where each finished simulation is appended (one JSON object per line) as the sweep goes.
-PARTIAL = "runs.partial.jsonl"
-
-
-def _read_partial(path: Path, inputs: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of ``path`` written with the same ``inputs``; a clear error for a damaged file.
-    A last line cut short by a kill is dropped from the file (the rows after it are appended)."""
-    if not path.is_file():
-        return []
-    rows: list[dict[str, Any]] = []
-    lines = path.read_text().splitlines()
-    for number, line in enumerate(lines, 1):
+def _site_sizes(specs: list[str], traces: list[str]) -> dict[str, int]:
+    """``--procs`` values (``430`` for every trace, ``CTC=430`` for one) by trace label."""
+    sizes: dict[str, int] = {}
+    for spec in specs:
+        name, _, value = spec.rpartition("=")
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                path.write_text("".join(f"{kept}\n" for kept in lines[:-1]))
-                break
-            raise typer.BadParameter(f"{path}:{number}: not a JSON line; delete the file to start over") from None
-        if record.get("inputs") != inputs:
-            raise typer.BadParameter(
-                f"{path}:{number}: written for other inputs ({record.get('inputs')}); "
-                "use another --out or delete the file to start over"
-            )
-        rows.append(record["row"])
-    return rows
+            n = int(value)
+        except ValueError:
+            raise typer.BadParameter(f"expected N or TRACE=N, got {spec!r}", param_hint="--procs") from None
+        if n <= 0:
+            raise typer.BadParameter(f"processors must be positive, got {spec!r}", param_hint="--procs")
+        if name and name not in traces:
+            raise typer.BadParameter(f"{spec!r}: no trace labelled {name!r} (traces: {traces})", param_hint="--procs")
+        for t in [name] if name else traces:
+            sizes[t] = n
+    return sizes

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from metasched.cli.experiment import app
-from metasched.sim.exp_pasquali2010 import CASE_LABELS, Pasquali2010Config, run
+from metasched.experiments.pasquali2010 import CASE_LABELS, Pasquali2010Config, run
 from metasched.workload.pasquali import PasqualiParams
 
 

@@ -1,4 +1,4 @@
-"""Figures and summary of the seed 001 sweep (:mod:`metasched.sim.exp_ernemann2002`).
+"""Figures and summary of the seed 001 sweep (:mod:`metasched.experiments.ernemann2002`).
 
 Figures follow seed 001's Figures 4-7: AWRT of every scenario on m128 (4), multi-site AWRT over the
 overhead per configuration relative to m512 (5), per workload relative to job sharing (6), and
@@ -13,8 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metasched.report.plots import pyplot
-from metasched.sim.exp_ernemann2002 import (
+from metasched.experiments.ernemann2002 import (
     GRID_CONFIGS,
     LOCAL,
     MULTISITE,
@@ -25,6 +24,7 @@ from metasched.sim.exp_ernemann2002 import (
     Claim,
     break_evens,
 )
+from metasched.report.plots import pyplot
 
 Key = tuple[str, str, str, int, float]
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metasched.experiments import ernemann2002 as exp
 from metasched.model.job import Job
-from metasched.sim import exp_ernemann2002 as exp
 from metasched.workload.generate import ctc_like
 
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from metasched.cli.main import app
-from metasched.sim.mapping_experiments import braun2001, noise_table, smartnet1998
+from metasched.experiments.mapping import braun2001, noise_table, smartnet1998
 from metasched.workload.etc import NasTable
 
 SHARED = Path(os.environ.get("METASCHED_SHARED", Path(__file__).resolve().parents[2] / ".." / "shared"))

@@ -13,8 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from metasched.cli.experiment import app
-from metasched.report.ernemann2002 import read_rows, summary_markdown, write_figures, write_rows
-from metasched.sim import exp_ernemann2002 as exp
+from metasched.experiments import ernemann2002 as exp
+from metasched.experiments.ernemann2002_figures import read_rows, summary_markdown, write_figures, write_rows
 from metasched.workload.info import describe
 
 console = Console()

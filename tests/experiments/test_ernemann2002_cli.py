@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from metasched.cli.main import app
-from metasched.sim.exp_ernemann2002 import default_trace
+from metasched.experiments.ernemann2002 import default_trace
 
 runner = CliRunner()
 

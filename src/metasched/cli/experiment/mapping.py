@@ -39,7 +39,7 @@ def smartnet1998_cmd(
     shared: Path | None = typer.Option(None, help="The shared data folder (default: $METASCHED_SHARED or ../shared)."),
 ) -> None:
     """SmartNet (seed 002): OLB and MET against SmartNet on the production and academic models, and noise."""
-    from metasched.sim.mapping_experiments import PAPER_RATIOS, SMARTNET_MAPPER, smartnet1998, smartnet1998_jobs
+    from metasched.experiments.mapping import PAPER_RATIOS, SMARTNET_MAPPER, smartnet1998, smartnet1998_jobs
     from metasched.workload.etc import NasTable
 
     csv_path = shared_dir(shared) / "data" / "nas" / "smartnet_etc.csv"
@@ -87,8 +87,8 @@ def braun2001_cmd(
     shared: Path | None = typer.Option(None, help="The shared data folder (default: $METASCHED_SHARED or ../shared)."),
 ) -> None:
     """Braun et al. (2001): every mapper on the 12 512 x 16 instances (makespan, time, ratio to the LP bound)."""
+    from metasched.experiments.mapping import braun2001
     from metasched.policy.mapping import REGISTRY
-    from metasched.sim.mapping_experiments import braun2001
     from metasched.workload.etc import BRAUN_NAMES
 
     etc_dir = shared_dir(shared) / "data" / "etc"

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from metasched.cli.main import app
+from metasched.experiments import sabin2003 as exp
 from metasched.model import Job
-from metasched.sim.experiments import sabin2003 as exp
 from metasched.sim.multisite import JobColumns
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 
 
@@ -268,7 +268,7 @@ def test_the_committed_full_size_results_are_one_consistent_sweep(tmp_path: Path
     """docs/results/sabin2003-5000 (linked from the README) holds the full sweep, and each
     figure's CSV is what this code derives from its runs.csv (so a change to the schemes or
     figures that leaves the published results behind fails here)."""
-    from metasched.cli.exp_sabin2003 import _read_runs
+    from metasched.cli.experiment.sabin2003 import _read_runs
 
     rows = _read_runs(RESULTS / "runs.csv")
     cells = {(r["trace"], r["load_factor"], r["scheme"]) for r in rows}

@@ -1,1 +1,0 @@
-"""Experiment sweeps reproducing the papers' figures."""
