@@ -229,8 +229,11 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     args += ["--load", "1.0", "--load", "1.4", "--workers", "1", "--table", str(TABLE), "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert {p.name for p in out.iterdir()} == {"runs.csv", "fig01.csv", "fig01.png", "summary.md", "runs.partial.jsonl"}
-    assert "| 1 |" in (out / "summary.md").read_text()
+    assert {p.name for p in out.iterdir()} == {
+        "runs.csv", "fig01.csv", "fig01.png", "summary.md", "runs.partial.jsonl", "setup.json"
+    }  # fmt: skip
+    summary = (out / "summary.md").read_text()
+    assert "| S1 |" in summary and "| swf_tiny | swf_tiny.swf" in summary
     # An interrupted sweep: one simulation saved (and a line cut short by the kill); --resume
     # runs only the three others and gives the same table.
     full = (out / "runs.csv").read_text()
@@ -252,6 +255,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert replot.exit_code == 0, replot.output
     assert (out / "fig01.csv").read_text() == figure_csv and (out / "fig01.png").stat().st_size > 0
     assert "Redrawn by --replot" in (out / "summary.md").read_text()
+    assert "| swf_tiny | swf_tiny.swf" in (out / "summary.md").read_text()  # the traces as run, from setup.json
     missing = CliRunner().invoke(app, ["experiment", "sabin2003", "--replot", "--out", str(tmp_path / "none")])
     assert missing.exit_code != 0 and "run the sweep first" in missing.output
     # Other inputs: refused, nothing overwritten.
@@ -259,6 +263,21 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert other.exit_code != 0 and "written for other inputs" in other.output
     bad = CliRunner().invoke(app, ["experiment", "sabin2003", "--figure", "15", "--out", str(out)])
     assert bad.exit_code != 0 and "figures 1-14" in bad.output
+    # --procs: the site size per trace, stated in the summary; a label no trace has is refused
+    sized = tmp_path / "sized"
+    ok = CliRunner().invoke(app, [*[a if a != str(out) else str(sized) for a in args], "--procs", "swf_tiny=20"])
+    assert ok.exit_code == 0, ok.output
+    (line,) = [x for x in (sized / "summary.md").read_text().splitlines() if x.startswith("| swf_tiny | swf_tiny.swf")]
+    assert line.split(" | ")[2] == "20"
+    narrow = CliRunner().invoke(app, [*args, "--procs", "15"])
+    assert narrow.exit_code == 2 and "a job needs 16 processors, the sites have 15" in _flat(narrow.output)
+    wrong = CliRunner().invoke(app, [*args, "--procs", "CTC=430"])
+    assert wrong.exit_code == 2 and "no trace labelled 'CTC'" in _flat(wrong.output)
+
+
+def _flat(text: str) -> str:
+    """A Rich error box's text on one line."""
+    return " ".join(text.replace("│", " ").split())
 
 
 RESULTS = REPO / "docs" / "results" / "sabin2003-5000"

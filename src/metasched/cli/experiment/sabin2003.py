@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shlex
 import sys
 import time
@@ -76,7 +77,8 @@ def sabin2003(
         head = (
             f"Redrawn by --replot from runs.csv ({len(rows)} simulations); see that run's own summary for its timing."
         )
-        _write_outputs(out, rows, figures, traces, [k for k in exp.SCHEMES if k in have], loads, head, workers)
+        known = _read_described(out / SETUP)
+        _write_outputs(out, rows, figures, traces, [k for k in exp.SCHEMES if k in have], loads, head, workers, known)
         return
     if jobs <= 0:
         raise typer.BadParameter(f"--jobs must be positive, got {jobs}")
@@ -90,16 +92,19 @@ def sabin2003(
     data: dict[str, exp.TraceData] = {}
     resolved = resolve_traces(trace or ["CTC", "SDSC"])
     sizes = _site_sizes(procs or [], [name for name, _ in resolved])
-    described: dict[str, str] = {}
+    described: dict[str, tuple[str, int]] = {}
     for name, path in resolved:
         base, declared = read_swf_head(path, jobs)
         size = sizes.get(name, declared)
+        widest = max((j.requested_procs for j in base), default=0)
+        if widest > size:
+            raise typer.BadParameter(
+                f"trace {name}: a job needs {widest} processors, the sites have {size}", param_hint="--procs"
+            )
         data[name] = exp.TraceData(name=name, jobs=base, procs=size, table=t1)
         header = read_header(path)
-        described[name] = (
-            ", ".join(f"{k} {header[k]}" for k in ("Computer", "Installation", "MaxProcs") if header.get(k))
-            or path.name
-        )
+        words = ", ".join(f"{k}: {header[k]}" for k in ("Computer", "Installation", "MaxProcs") if header.get(k))
+        described[name] = (f"{path.name} ({words})" if words else path.name, size)
         console.print(f"{name}: {path.name}, first {len(base)} jobs, {size} processors per site")
     schemes = exp.schemes_for(figures)
     out.mkdir(parents=True, exist_ok=True)
@@ -142,7 +147,8 @@ def sabin2003(
     head = (
         f"{n_tasks} simulations in {elapsed:.1f} s with {workers} worker(s); seed {seed}; {jobs} jobs per trace copy."
     )
-    _write_outputs(out, rows, figures, list(data), schemes, loads, head, workers)
+    (out / SETUP).write_text(json.dumps({"traces": {t: list(d) for t, d in described.items()}}, indent=2) + "\n")
+    _write_outputs(out, rows, figures, list(data), schemes, loads, head, workers, described)
     console.print(f"wrote {out}/runs.csv, fig*.csv, fig*.png, summary.md ({elapsed:.1f} s)")
 
 
@@ -155,6 +161,7 @@ def _write_outputs(
     loads: list[float],
     head: str,
     workers: int,
+    described: dict[str, tuple[str, int]],
 ) -> None:
     """Figures (CSV + PNG, drawn by ``workers`` processes), summary.md and the table on the
     console, from the sweep's rows."""
@@ -164,7 +171,8 @@ def _write_outputs(
     command = "metasched experiment sabin2003 " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     notes = [
         head,
-        "Machine size per site = the trace's MaxProcs as read (CTC 338 in this cleaned trace; the paper says 430).",
+        "Processors per site: the trace's MaxProcs unless --procs says otherwise (see Traces; the paper's sites"
+        " had 430 processors).",
         "Each site gets its own copy of the trace (home site), copies 2 and 3 shifted by 3 h; the benchmark of every"
         " job is drawn independently (Table 1's four rows IS.8, MG.8, MG.256, LU.256).",
         "Messages: 2(m-1) per start attempt with m live copies, m-1 more on an accepted start, 2N per job for"
@@ -177,7 +185,7 @@ def _write_outputs(
         "Completion-based decisions read other sites' reservations from their latest conservative plan;"
         " a job's copy at its fastest chosen site is never denied, so efficacy priority cannot starve it.",
     ]
-    (out / "summary.md").write_text(exp.summary_markdown(rows, traces, command, notes))
+    (out / "summary.md").write_text(exp.summary_markdown(rows, traces, command, notes, described))
     summary = Table(title=f"sabin2003: mean turnaround (s) at load factor {loads[0]} and {loads[-1]}")
     summary.add_column("scheme")
     for t in traces:
@@ -213,6 +221,20 @@ def _read_runs(path: Path) -> list[dict[str, Any]]:
     if not rows:
         raise typer.BadParameter(f"--replot: {path} holds no simulation")
     return rows
+
+
+#: The traces as run (SWF header words, processors per site), for --replot's summary.
+SETUP = "setup.json"
+
+
+def _read_described(path: Path) -> dict[str, tuple[str, int]]:
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text())["traces"]
+        return {str(t): (str(v[0]), int(v[1])) for t, v in raw.items()}
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise typer.BadParameter(f"{path}: not a sabin2003 setup file; delete it to replot without it") from None
 
 
 def _site_sizes(specs: list[str], traces: list[str]) -> dict[str, int]:
