@@ -45,15 +45,19 @@ class Interval:
         return self.lo <= x <= self.hi
 
     def __str__(self) -> str:
+        def num(x: float) -> str:
+            return f"{x:+g}%" if self.unit == "%" else f"{x:g}"
+
         u = "" if self.unit == "%" else f" {self.unit}"
-        pct = "%" if self.unit == "%" else ""
         if self.lo == -math.inf and self.hi == math.inf:
             return "any"
         if self.lo == -math.inf:
-            return f"≤ {self.hi:+g}{pct}{u}"
+            return f"≤ {num(self.hi)}{u}"
         if self.hi == math.inf:
-            return f"≥ {self.lo:+g}{pct}{u}"
-        return f"{self.lo:+g}{pct} to {self.hi:+g}{pct}{u}"
+            return f"≥ {num(self.lo)}{u}"
+        if self.lo == self.hi:
+            return f"{num(self.lo)}{u}"
+        return f"{num(self.lo)} to {num(self.hi)}{u}"
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,7 @@ def smartnet1998(
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     if rows:  # an empty table writes no file
-        write_rows_csv(path, rows, float_format=".6g")
+        write_rows_csv(path, rows)  # full precision: the CSV holds what the summary states
 
 
 def noise_table(noise: list[dict[str, Any]]) -> dict[tuple[str, str, float], float]:

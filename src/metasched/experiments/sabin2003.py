@@ -582,29 +582,57 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     write_rows_csv(path, rows)
 
 
+#: One colour and one marker per scheme, the same in every figure (no two lines of a figure share
+#: either: tested).
+_COLOURS = (
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#17becf", "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d",
+)  # fmt: skip
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "3")
+
+
+def line_style(key: str) -> dict[str, Any]:
+    """The colour, marker and dash of scheme ``key``'s line."""
+    i = list(SCHEMES).index(key)
+    return {
+        "color": _COLOURS[i % len(_COLOURS)],
+        "marker": _MARKERS[i % len(_MARKERS)],
+        "linestyle": "--" if key.startswith("eff-ct") else "-",
+    }
+
+
 def plot_figure(path: Path, rows: Sequence[dict[str, Any]], fig: Figure, traces: Sequence[str]) -> None:
-    """One panel per trace: ``fig.metric`` against the load factor, one line per scheme."""
+    """One panel per trace: ``fig.metric`` against the load factor, one line per scheme; one
+    legend below the panels (never over the data)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels, axes = plt.subplots(1, len(traces), figsize=(6.0 * len(traces), 4.2), squeeze=False)
+    panels, axes = plt.subplots(1, len(traces), figsize=(6.0 * len(traces), 4.8), squeeze=False)
+    handles: dict[str, Any] = {}
     for ax, trace in zip(axes[0], traces, strict=True):
         for key in fig.series:
             pts = sorted((r["load_factor"], r[fig.metric]) for r in rows if r["trace"] == trace and r["scheme"] == key)
             if pts:
-                style = "--" if key.startswith("eff-ct") else "-"
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=SCHEMES[key].label)
+                (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], label=SCHEMES[key].label, **line_style(key))
+                handles.setdefault(key, line)
         ax.set_title(f"{trace}")
         ax.set_xlabel("load factor")
         ax.set_ylabel(fig.ylabel)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    panels.legend(
+        [handles[k] for k in fig.series if k in handles],
+        [SCHEMES[k].label for k in fig.series if k in handles],
+        loc="lower center",
+        ncol=min(4, max(1, len(handles))),
+        fontsize=8,
+        frameon=False,
+    )
     panels.suptitle(f"Figure {fig.number}: {fig.title}")
-    # fixed margins (room for 7-digit ticks; matplotlib writes larger values with an offset):
-    # ``tight_layout`` measured every text first, a third of a figure's drawing time
-    panels.subplots_adjust(left=0.075, right=0.99, bottom=0.11, top=0.86, wspace=0.2)
+    # fixed margins (room for 7-digit ticks and two legend rows below the panels): ``tight_layout``
+    # measured every text first, a third of a figure's drawing time
+    panels.subplots_adjust(left=0.075, right=0.99, bottom=0.27, top=0.88, wspace=0.2)
     panels.savefig(path, dpi=110)
     plt.close(panels)
 
@@ -693,8 +721,13 @@ def _transfer_order(rows: Rows, trace: str) -> Measure | None:
     same = sum((mw[i] < mw[j]) == (mo[i] < mo[j]) for i, j in pairs)
     return Measure(
         float(same),
-        "K ranks with transfer " + str(list(np.argsort(mw) + 1)) + ", without " + str(list(np.argsort(mo) + 1)),
+        "K by turnaround with transfer " + _ranks(mw) + ", without " + _ranks(mo),
     )
+
+
+def _ranks(values: Sequence[float]) -> str:
+    """K=1..4 ordered by ``values``, lowest first: ``4 < 3 < 2 < 1``."""
+    return " < ".join(str(int(i) + 1) for i in np.argsort(values, kind="stable"))
 
 
 def _messages_grow(rows: Rows, trace: str) -> Measure | None:
