@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -139,6 +140,27 @@ def test_sweep_dedupes_identical_runs_and_is_deterministic() -> None:
     assert planned and planned[0] < len(rows)
     again = exp.run_sweep(loads, ["m128", "m512"], (0.0, 0.25), workers=2)
     assert [r["awrt"] for r in again] == [r["awrt"] for r in rows]
+
+
+def test_sweep_resumes_from_rows_already_done() -> None:
+    """Rows of an earlier sweep are kept and not run again; the others are the rows a full sweep
+    gives (all but the timing columns)."""
+    loads = {"syn": ctc_like(120, seed=3)}
+    new: list[dict[str, Any]] = []
+    full = exp.run_sweep(loads, ["m128"], (0.0, 0.25), workers=1, on_row=new.append)
+    distinct = len(new)
+    earlier = new[: distinct // 2]
+    ran: list[dict[str, Any]] = []
+    ticks: list[object] = []
+    again = exp.run_sweep(
+        loads, ["m128"], (0.0, 0.25), workers=2, done_rows=earlier, on_row=ran.append, on_done=ticks.append
+    )
+    assert len(ran) == distinct - len(earlier) and len(ticks) == distinct
+
+    def strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in ("sim_s", "cpu_s")} for r in rows]
+
+    assert strip(again) == strip(full)
 
 
 def test_bad_sweep_input_is_named() -> None:

@@ -25,12 +25,13 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any
 
+from metasched.experiments import runner
 from metasched.model.job import Job
 from metasched.model.machines import MachineConfig, parse_machines
 from metasched.policy.meta import BestFit, MultiSite
@@ -232,12 +233,26 @@ def row_of(run: Run, result: GridResult, sim_s: float, cpu_s: float) -> dict[str
 # Per worker process: the base workloads (set by the pool initializer) and a cache of modified ones.
 _BASE: dict[str, list[Job]] = {}
 _MODIFIED: dict[tuple[str, str, int], list[Job]] = {}
+_SOURCE: list[dict[str, list[Job]]] = []  # the workloads _BASE was filled from
 
 
 def _init_worker(workloads: dict[str, list[Job]]) -> None:
     _BASE.clear()
     _BASE.update(workloads)
     _MODIFIED.clear()
+
+
+def _work(workloads: dict[str, list[Job]], run: Run) -> dict[str, Any]:
+    """The runner's work function: one representative run (the caches follow ``workloads``)."""
+    if not _SOURCE or _SOURCE[0] is not workloads:
+        _init_worker(workloads)
+        _SOURCE[:] = [workloads]
+    return _execute(run)
+
+
+def run_of(row: dict[str, Any]) -> Run:
+    """The run a result row answers."""
+    return Run(row["workload"], row["config"], row["scenario"], int(row["modification"]), float(row["overhead"]))
 
 
 def _modified(workload: str, config: str, modification: int) -> list[Job]:
@@ -288,11 +303,17 @@ def run_sweep(
     workers: int = 2,
     on_plan: Callable[[int], None] | None = None,
     on_done: Callable[[Run], None] | None = None,
+    executor: Executor | None = None,
+    stage_dir: Path | None = None,
+    done_rows: Sequence[dict[str, Any]] = (),
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every run of the sweep, in parallel over ``workers`` processes (1: in this process).
+    """Every run of the sweep through :func:`metasched.experiments.runner.run_sweep` (``workers``
+    local processes, 1: in this process; or ``executor``).
 
-    ``on_plan`` gets the number of distinct simulations; ``on_done`` is called after each one.
-    Rows come back in :func:`plan_runs` order.
+    ``on_plan`` gets the number of distinct simulations; ``on_done`` is called after each one
+    (also for those in ``done_rows``, rows of an earlier sweep with the same inputs, not run
+    again); ``on_row`` gets each new simulation's row. Rows come back in :func:`plan_runs` order.
     """
     for c in configs:
         config_of(c)
@@ -317,18 +338,29 @@ def run_sweep(
                 "modification": member.modification,
                 "overhead": member.overhead,
             }
+
+    def finished(rep: Run, row: dict[str, Any]) -> None:
+        if on_row is not None:
+            on_row(row)
         if on_done is not None:
             on_done(rep)
 
-    if workers <= 1:
-        _init_worker(workloads)
-        for rep in todo:
-            collect(rep, _execute(rep))
-    else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(workloads,)) as pool:
-            futures = {pool.submit(_execute, rep): rep for rep in todo}
-            for future in as_completed(futures):
-                collect(futures[future], future.result())
+    done = {r: row for r, row in ((run_of(row), row) for row in done_rows) if r in groups}
+    if on_done is not None:
+        for rep in done:
+            on_done(rep)
+    new = runner.run_sweep(
+        workloads,
+        todo,
+        _work,
+        executor=executor,
+        workers=workers,
+        stage_dir=stage_dir,
+        done=done,
+        on_done=finished,
+    )
+    for rep, row in zip(todo, new, strict=True):
+        collect(rep, row)
     return [rows[run] for run in runs]
 
 

@@ -12,9 +12,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from metasched.cli.experiment import app
+from metasched.cli.experiment import PARTIAL, ExecutorOpt, ResumeOpt, WorkersOpt, app, executor_for
 from metasched.experiments import ernemann2002 as exp
 from metasched.experiments.ernemann2002_figures import read_rows, summary_markdown, write_figures, write_rows
+from metasched.experiments.runner import Journal, JournalError
 from metasched.workload.info import describe
 
 console = Console()
@@ -42,7 +43,9 @@ def ernemann2002(
     overheads: Annotated[str, typer.Option(help="Multi-site overheads in percent, comma-separated.")] = ",".join(
         f"{100 * p:g}" for p in exp.OVERHEADS
     ),
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    workers: WorkersOpt = 2,
+    executor: ExecutorOpt = "local",
+    resume: ResumeOpt = False,
     replot: Annotated[
         bool, typer.Option("--replot", help="Do not simulate: redo figures and summary from DIR/results.csv.")
     ] = False,
@@ -75,14 +78,33 @@ def ernemann2002(
             raise typer.Exit(2)
         rows = read_rows(out / "results.csv")
     else:
-        with Progress(
-            TextColumn("[bold]ernemann2002[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
+        inputs = {
+            "trace": str(trace_path.resolve()),
+            "jobs": jobs,
+            "seed": seed,
+            "configs": config_keys,
+            "overheads": ps,
+        }
+        journal = Journal(out / PARTIAL, inputs)
+        try:
+            earlier = journal.read() if resume else []
+        except JournalError as err:
+            console.print(f"[red]error: {err}[/]")
+            raise typer.Exit(2) from None
+        if earlier:
+            console.print(f"resuming: {len(earlier)} simulations already in {journal.path}")
+        with (
+            journal.open(resume=resume) as log,
+            executor_for(executor, workers=workers, out=out) as pool,
+            Progress(
+                TextColumn("[bold]ernemann2002[/]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            ) as progress,
+        ):
             task = progress.add_task("runs", total=None)
 
             def on_plan(n: int) -> None:
@@ -96,6 +118,10 @@ def ernemann2002(
                 workers=workers,
                 on_plan=on_plan,
                 on_done=lambda _run: progress.advance(task),
+                on_row=log.append,
+                done_rows=earlier,
+                executor=pool,
+                stage_dir=out / "stage",
             )
     t_sweep = time.perf_counter() - t0 - t_load
     write_rows(rows, out / "results.csv")

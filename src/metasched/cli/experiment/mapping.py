@@ -20,7 +20,7 @@ def shared_dir(override: Path | None) -> Path:
     env = os.environ.get("METASCHED_SHARED")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / ".." / "shared"
+    return Path(__file__).resolve().parents[4] / ".." / "shared"
 
 
 def _progress() -> Progress:
