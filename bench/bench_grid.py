@@ -41,8 +41,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from metasched.model.platform_file import load_preset, to_toml
     from metasched.experiments import sabin2003 as exp
+    from metasched.model.platform_file import load_preset, to_toml
     from metasched.sim.gridsim import simulate_platform
     from metasched.workload.swf import read_swf_head
 
