@@ -185,3 +185,25 @@ def test_signature_identifies_equal_modified_workloads(
     same = _content(exp.modify(jobs, sizes, a), with_home) == _content(exp.modify(jobs, sizes, b), with_home)
     sig_a = exp.signature(jobs, sizes, a, with_home=with_home)
     assert (sig_a == exp.signature(jobs, sizes, b, with_home=with_home)) == same
+
+
+def test_differences_state_only_what_the_numbers_show() -> None:
+    """Issue 37: a break-even spread of 6-8% is not 'around 25%', and the most favourable workload
+    is the one with the highest break-even, whatever its name."""
+
+    def rows_for(slopes: dict[str, float]) -> list[dict[str, object]]:
+        rows = []
+        for w, slope in slopes.items():
+            rows += [_row(w, "m128", "job-sharing", 2, 0.0, 100.0)]
+            rows += [_row(w, "m128", "multisite", 2, p, 94.0 + slope * p) for p in (0.0, 0.05, 0.1, 0.25)]
+        return rows
+
+    # 94 + slope * p reaches 100 at p = 6 / slope: 6% (slope 100) and 8% (slope 75)
+    narrow = " ".join(exp.differences(rows_for({"ctcsyn": 100.0, "ctc1": 75.0})))
+    assert "ctcsyn 6.0%" in narrow and "ctc1 8.0%" in narrow
+    assert "'about 25%' is outside this spread" in narrow
+    assert "the most favourable (highest break-even) is ctc1 and the least ctcsyn" in narrow
+    wide = " ".join(exp.differences(rows_for({"ctcsyn": 20.0, "ctc1": 40.0})))  # 30% and 15%
+    assert "'about 25%' is inside this spread" in wide
+    assert "the most favourable (highest break-even) is ctcsyn and the least ctc1" in wide
+    assert "77,222" not in narrow + wide and "sits inside" not in narrow + wide
