@@ -11,15 +11,16 @@ simulation. Writes CSV (raw and per figure), PNG (Figures 3, 4, 5 and timing) an
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from metasched.experiments import runner
 from metasched.sim.metrics import write_rows_csv
 from metasched.sim.two_level import run_case
 from metasched.sim.two_level_metrics import cluster_metrics, timing_metrics
@@ -69,11 +70,25 @@ def _run_task(task: Task) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return rows, timing
 
 
+def _work(_context: None, task: Task) -> dict[str, Any]:
+    """The runner's work function: one (Ta, case, repetition) as one record."""
+    rows, timing = _run_task(task)
+    return {"ta": task[0], "case": task[1], "rep": task[2], "rows": rows, "timing": timing}
+
+
 def run(
-    cfg: Pasquali2010Config, out: Path, *, progress: Callable[[int], None] | None = None
+    cfg: Pasquali2010Config,
+    out: Path,
+    *,
+    progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
+    done: Sequence[dict[str, Any]] = (),
+    on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run the sweep (``cfg.workers`` processes), write every output under ``out``; returns the
-    per-cluster rows and the timing rows. ``progress(k)`` is called as ``k`` more runs finish."""
+    """Run the sweep through :func:`metasched.experiments.runner.run_sweep` (``cfg.workers`` local
+    processes, or ``executor``), write every output under ``out``; returns the per-cluster rows
+    and the timing rows. ``progress(k)`` is called as ``k`` more runs finish. ``done``: records
+    of an earlier sweep with the same configuration (``on_record`` gets each new one), not run again."""
     out.mkdir(parents=True, exist_ok=True)
     tasks: list[Task] = [
         (ta, case, rep, cfg.seed, cfg.window, cfg.params)
@@ -81,18 +96,31 @@ def run(
         for ta in cfg.tas
         for case in cfg.cases
     ]
-    rows: list[dict[str, Any]] = []
-    timings: list[dict[str, Any]] = []
-    results: Iterable[tuple[list[dict[str, Any]], dict[str, Any]]]
+    by_key = {(t[0], t[1], t[2]): t for t in tasks}
+    earlier = {by_key[k]: r for r in done if (k := (float(r["ta"]), r["case"], int(r["rep"]))) in by_key}
+    if progress is not None and earlier:
+        progress(len(earlier))
+
+    def finished(_task: Task, record: dict[str, Any]) -> None:
+        if on_record is not None:
+            on_record(record)
+        if progress is not None:
+            progress(1)
+
     t0 = time.perf_counter()
-    if cfg.workers == 1:
-        results = map(_run_task, tasks)
-        _collect(results, rows, timings, progress)
-    else:
-        ctx = multiprocessing.get_context("spawn" if _fork_unsafe() else "fork")
-        with ctx.Pool(cfg.workers) as pool:
-            _collect(pool.imap_unordered(_run_task, tasks, chunksize=1), rows, timings, progress)
+    records = runner.run_sweep(
+        None,
+        tasks,
+        _work,
+        executor=executor,
+        workers=cfg.workers,
+        stage_dir=out / "stage",
+        done=earlier,
+        on_done=finished,
+    )
     elapsed = time.perf_counter() - t0
+    rows = [row for r in records for row in r["rows"]]
+    timings = [r["timing"] for r in records]
     key = lambda r: (r["ta"], list(CASE_LABELS).index(r["case"]), r["rep"])  # noqa: E731
     rows.sort(key=lambda r: (*key(r), r["cluster"]))
     timings.sort(key=key)
@@ -101,23 +129,6 @@ def run(
     figures = write_figures(cfg, rows, timings, out)
     write_summary(cfg, rows, timings, figures, out / "summary.md", elapsed)
     return rows, timings
-
-
-def _fork_unsafe() -> bool:
-    return "fork" not in multiprocessing.get_all_start_methods()
-
-
-def _collect(
-    results: Iterable[tuple[list[dict[str, Any]], dict[str, Any]]],
-    rows: list[dict[str, Any]],
-    timings: list[dict[str, Any]],
-    progress: Callable[[int], None] | None,
-) -> None:
-    for r, t in results:
-        rows.extend(r)
-        timings.append(t)
-        if progress is not None:
-            progress(1)
 
 
 def aggregate(rows: list[dict[str, Any]], metric: str) -> dict[tuple[float, str, str], tuple[float, float]]:

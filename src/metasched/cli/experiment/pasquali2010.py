@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from metasched.cli.experiment import app
-from metasched.experiments.pasquali2010 import CASE_LABELS, Pasquali2010Config, run
+from metasched.cli.experiment import PARTIAL, ExecutorOpt, ResumeOpt, app, executor_for
+from metasched.experiments.pasquali2010 import CASE_LABELS, Pasquali2010Config, config_dict, run
+from metasched.experiments.runner import Journal, JournalError
 from metasched.workload.pasquali import PasqualiParams
 
 
@@ -27,6 +28,8 @@ def pasquali2010(
     licence_types: int = typer.Option(8, help="Number of licence types |L|."),
     licences_per_job: int = typer.Option(3, help="Most licence types a licence-using job asks for."),
     focus_ta: float = typer.Option(5.0, help="Ta of Figures 4 and 5."),
+    executor: ExecutorOpt = "local",
+    resume: ResumeOpt = False,
 ) -> None:
     """Pasquali et al. 2010: MS heuristics vs LS heuristics vs FCFS+EASY on a 4-cluster grid."""
     try:
@@ -44,11 +47,25 @@ def pasquali2010(
         raise typer.BadParameter(str(exc)) from exc
     console = Console()
     total = len(cfg.tas) * len(cfg.cases) * cfg.repetitions
-    with Progress(
-        TextColumn("pasquali2010"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    ) as bar:
+    inputs = {k: v for k, v in config_dict(cfg).items() if k != "workers"}
+    journal = Journal(out / PARTIAL, inputs)
+    try:
+        earlier = journal.read() if resume else []
+    except JournalError as err:
+        raise typer.BadParameter(str(err), param_hint="--resume") from None
+    if earlier:
+        console.print(f"resuming: {len(earlier)} runs already in {journal.path}")
+    with (
+        journal.open(resume=resume) as log,
+        executor_for(executor, workers=workers, out=out) as pool,
+        Progress(
+            TextColumn("pasquali2010"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as bar,
+    ):
         task = bar.add_task("runs", total=total)
-        rows, timings = run(cfg, out, progress=lambda k: bar.advance(task, k))
+        rows, timings = run(
+            cfg, out, progress=lambda k: bar.advance(task, k), executor=pool, done=earlier, on_record=log.append
+        )
     table = Table(title=f"Ta = {cfg.focus_ta:g}, whole grid (mean over {cfg.repetitions} runs)")
     for col in ("case", "% missed deadline", "CPU usage %", "licence usage %", "slowdown (no deadline)", "µs/LS pass"):
         table.add_column(col)
