@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from metasched.cli.main import app
@@ -61,3 +62,32 @@ def test_simulate_missing_trace_is_a_clear_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["simulate", "--trace", str(tmp_path / "none.swf"), "--out", str(tmp_path)])
     assert result.exit_code != 0
     assert "no such file" in result.output
+
+
+def test_simulate_no_plot_and_parquet(tmp_path: Path) -> None:
+    """``--no-plot`` leaves the figure out; ``--format parquet`` writes jobs.parquet in place of jobs.csv."""
+    pytest.importorskip("pyarrow")
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--jobs",
+            "200",
+            "--scheduler",
+            "easy",
+            "--no-plot",
+            "--format",
+            "parquet",
+            "--out",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "wait_cdf.png").exists()
+    assert (tmp_path / "easy" / "jobs.parquet").stat().st_size > 0 and not (tmp_path / "easy" / "jobs.csv").exists()
+
+
+def test_simulate_unknown_format_is_a_clear_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["simulate", "--format", "xlsx", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "unknown format 'xlsx'" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,9 +18,10 @@ from metasched.policy.local import REGISTRY as LOCAL_SCHEDULERS
 from metasched.report.plots import wait_cdf
 from metasched.report.tables import summary_table
 from metasched.sim.metrics import per_job, summarise, write_jobs_csv, write_summary_json
+from metasched.sim.outputs import write_jobs_parquet, write_schedule_swf
 from metasched.sim.replay import simulate as run_simulation
 from metasched.workload import generate, transforms
-from metasched.workload.swf import read_swf, write_swf
+from metasched.workload.swf import read_swf
 
 console = Console()
 if not console.is_terminal and console.width < 120:
@@ -102,6 +104,10 @@ def simulate(
     ] = None,
     workers: Annotated[int | None, typer.Option(help="processes running policies in parallel")] = None,
     gantt: Annotated[bool, typer.Option(help="draw gantt.png per policy")] = True,
+    plot: Annotated[bool, typer.Option(help="draw OUT/wait_cdf.png (--no-plot: leave it out)")] = True,
+    format: Annotated[
+        str, typer.Option("--format", help="per-job table: csv (jobs.csv) or parquet (jobs.parquet, needs pyarrow)")
+    ] = "csv",
 ) -> None:
     """Replay a workload through FCFS / EASY / conservative backfilling on one machine.
 
@@ -122,6 +128,10 @@ def simulate(
         classes = {key: lookup(LOCAL_SCHEDULERS, key, "scheduler") for key in keys}
     except KeyError as exc:
         raise typer.BadParameter(str(exc.args[0]), param_hint="--scheduler") from None
+    if format not in ("csv", "parquet"):
+        raise typer.BadParameter(f"unknown format {format!r} (csv or parquet)", param_hint="--format")
+    if format == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise typer.BadParameter("parquet needs pyarrow (pip install 'metasched[parquet]')", param_hint="--format")
     if trace is not None and not trace.exists():
         raise typer.BadParameter(f"no such file: {trace}", param_hint="--trace")
     workload, size, description, header = _load(trace, procs, jobs, seed, allow_overrun, load)
@@ -164,14 +174,13 @@ def simulate(
             summary["jobs_per_second"] = len(workload) / elapsed if elapsed > 0 else float("inf")
             target = out / key
             target.mkdir(exist_ok=True)
-            write_jobs_csv(schedule, target / "jobs.csv")
+            if format == "parquet":
+                write_jobs_parquet(schedule, target / "jobs.parquet")
+            else:
+                write_jobs_csv(schedule, target / "jobs.csv")
             write_summary_json(summary, target / "summary.json")
-            write_swf(
-                target / "schedule.swf",
-                schedule.jobs,
-                header=header,
-                start_time=schedule.start_time.tolist(),
-                end_time=schedule.end_time.tolist(),
+            write_schedule_swf(
+                target / "schedule.swf", schedule.jobs, schedule.start_time, schedule.end_time, header=header
             )
             rows[key] = summary
             waits[key] = per_job(schedule)["wait"]
@@ -186,7 +195,8 @@ def simulate(
         ("jobs_per_second", "jobs/s"),
     ]
     _write_summary_csv(rows, [key for key, _ in columns], out / "summary.csv")
-    wait_cdf(waits, out / "wait_cdf.png", title=description)
+    if plot:
+        wait_cdf(waits, out / "wait_cdf.png", title=description)
     console.print(summary_table(rows, columns, title=f"{description}: means, times in s"))
     console.print(f"Results in {out}/ (summary.csv, wait_cdf.png, <scheduler>/jobs.csv|summary.json|schedule.swf)")
 
