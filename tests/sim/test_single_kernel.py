@@ -26,9 +26,12 @@ from tests.sim.workloads import job
 PATHS = trace_paths()
 
 
-def assert_same(jobs: list[Job], procs: int) -> None:
-    fast = simulate(jobs, procs, EasyBackfill())
-    slow = simulate(jobs, procs, EasyBackfill(), compiled=False)
+POLICIES = {"easy": EasyBackfill, "conservative": ConservativeBackfill}
+
+
+def assert_same(jobs: list[Job], procs: int, key: str = "easy") -> None:
+    fast = simulate(jobs, procs, POLICIES[key]())
+    slow = simulate(jobs, procs, POLICIES[key](), compiled=False)
     assert np.array_equal(fast.start_time, slow.start_time)
     assert np.array_equal(fast.end_time, slow.end_time)
     assert fast.site.tolist() == slow.site.tolist()
@@ -43,7 +46,8 @@ def test_only_the_exact_policy_and_order_are_accelerated() -> None:
     assert accelerator(EasyBackfill()) is not None
     assert accelerator(MyEasy()) is None
     assert accelerator(EasyBackfill(order=Efficacy())) is None
-    assert accelerator(ConservativeBackfill()) is None
+    assert accelerator(ConservativeBackfill()) is not None
+    assert accelerator(ConservativeBackfill(order=Efficacy())) is None
 
 
 def test_hand_worked_easy_backfills_behind_the_head() -> None:
@@ -66,25 +70,25 @@ def test_hand_worked_overrun_counts_as_now() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(workloads(overrun=True))
-def test_compiled_easy_equals_the_python_driver_and_the_reference(workload: tuple[list[Job], int]) -> None:
+@given(workloads(overrun=True), st.sampled_from(sorted(POLICIES)))
+def test_compiled_equals_the_python_driver_and_the_reference(workload: tuple[list[Job], int], key: str) -> None:
     jobs, procs = workload
-    assert_same(jobs, procs)
-    fast = simulate(jobs, procs, EasyBackfill())
-    ref = reference_schedule(jobs, procs, "easy")
+    assert_same(jobs, procs, key)
+    fast = simulate(jobs, procs, POLICIES[key]())
+    ref = reference_schedule(jobs, procs, key)
     assert {j.job_id: float(s) for j, s in zip(fast.jobs, fast.start_time, strict=True)} == ref
 
 
 @settings(max_examples=100, deadline=None)
-@given(workloads(), st.integers(0, 3))
-def test_compiled_easy_equals_the_python_driver_with_early_ends(workload: tuple[list[Job], int], cut: int) -> None:
+@given(workloads(), st.integers(0, 3), st.sampled_from(sorted(POLICIES)))
+def test_compiled_equals_the_python_driver_with_early_ends(workload: tuple[list[Job], int], cut: int, key: str) -> None:
     jobs, procs = workload
     early = [
         Job(job_id=j.job_id, submit_time=j.submit_time, run_time=max(0.0, j.run_time - cut),
             requested_time=j.requested_time, requested_procs=j.requested_procs)
         for j in jobs
     ]  # fmt: skip
-    assert_same(early, procs)
+    assert_same(early, procs, key)
 
 
 def test_bad_jobs_are_reported_by_the_python_driver_as_before() -> None:
@@ -92,15 +96,27 @@ def test_bad_jobs_are_reported_by_the_python_driver_as_before() -> None:
         simulate([job(1, 0, 1, 1, 1), job(2, 1, 1, 0, 1)], 2, EasyBackfill())
 
 
+@pytest.mark.parametrize("key", sorted(POLICIES))
 @pytest.mark.parametrize("seed", [1, 2])
-def test_compiled_easy_equals_the_python_driver_on_generated_workloads(seed: int) -> None:
-    jobs = generate.synthetic(3000, 128, seed=seed, load=0.9)
-    assert_same(jobs, 128)
+def test_compiled_equals_the_python_driver_on_generated_workloads(seed: int, key: str) -> None:
+    """Long queues (offered load 1.2 on 256 processors, as the generated "Lublin-like" benchmark)."""
+    jobs = generate.synthetic(3000, 256, seed=seed, load=1.2)
+    assert_same(jobs, 256, key)
+
+
+def test_hand_worked_conservative_keeps_every_reservation() -> None:
+    """4 processors: a (3 procs, 10 s) runs; b (4 procs) is reserved at 10; c (1 proc, estimate 20)
+    would overlap b's reservation, so it is reserved at b's end (20); d (1 proc, estimate 5) fits
+    before 10 and starts at 1."""
+    jobs = [job(1, 0, 10, 10, 3), job(2, 1, 10, 10, 4), job(3, 1, 20, 20, 1), job(4, 1, 5, 5, 1)]
+    schedule = simulate(jobs, 4, ConservativeBackfill())
+    assert schedule.start_time.tolist() == [0.0, 10.0, 20.0, 1.0]
 
 
 @pytest.mark.traces
 @pytest.mark.skipif(not PATHS, reason="shared traces absent (../shared/data/traces or METASCHED_SHARED)")
 @pytest.mark.parametrize("path", PATHS, ids=[p.name.split("-")[0] + "-" + p.name.split("-")[1] for p in PATHS])
-def test_compiled_easy_equals_the_python_driver_on_whole_traces(path: Path) -> None:
-    jobs, procs = read_trace(path)
-    assert_same(jobs, procs)
+@pytest.mark.parametrize("key", sorted(POLICIES))
+def test_compiled_equals_the_python_driver_on_whole_traces(path: Path, key: str) -> None:
+    jobs, procs = read_trace(path, None if key == "easy" or "BLUE" not in path.name else 60_000)
+    assert_same(jobs, procs, key)

@@ -40,7 +40,8 @@ def simulate(
     is handed back to its next pass under the conditions stated there (kept by
     :class:`SiteState`). Both are checked against a from-scratch reference in the tests.
     With ``compiled`` (the default), a scheduler with a compiled whole simulation
-    (:func:`metasched.sim._single_kernel.accelerator`: EASY over an arrival-order queue) runs
+    (:func:`metasched.sim._single_kernel.accelerator`: EASY and conservative backfilling over
+    an arrival-order queue) runs
     there, and for the others the queue is also kept as columns for schedulers with a compiled
     pass (conservative backfilling); ``False`` runs every pass in Python (same schedule).
     """
@@ -108,7 +109,7 @@ def simulate(
 def _accelerated(jobs_sorted: list[Job], procs: int, scheduler: LocalScheduler) -> tuple[np.ndarray, np.ndarray] | None:
     """Start and end times in ``jobs_sorted``'s order from ``scheduler``'s compiled whole
     simulation, or ``None`` when it has none or the jobs are outside what it was proven on (a
-    non-positive estimate or width, a time that is not finite: the Python driver then runs them,
+    non-positive estimate, a width under 1, a time that is not finite: the Python driver then runs them,
     and reports the bad job as it always did)."""
     from metasched.sim._single_kernel import accelerator
 
@@ -120,6 +121,6 @@ def _accelerated(jobs_sorted: list[Job], procs: int, scheduler: LocalScheduler) 
     req_time = np.fromiter((j.requested_time for j in jobs_sorted), dtype=np.float64, count=len(jobs_sorted))
     widths = np.fromiter((j.requested_procs for j in jobs_sorted), dtype=np.int64, count=len(jobs_sorted))
     finite = np.isfinite(submit).all() and np.isfinite(run_time).all() and np.isfinite(req_time).all()
-    if not finite or (req_time <= 0).any() or (widths < 0).any() or (run_time < 0).any():
+    if not finite or (req_time <= 0).any() or (widths < 1).any() or (run_time < 0).any():
         return None
     return runner(submit, run_time, req_time, widths, procs)

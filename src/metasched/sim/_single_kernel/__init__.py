@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from metasched.policy.base import LocalScheduler
+from metasched.policy.local.conservative import ConservativeBackfill
 from metasched.policy.local.easy import EasyBackfill
 
 #: An accelerated run: (submit, run_time, requested_time, procs) sorted by ``(submit_time,
@@ -29,9 +30,20 @@ def _easy(
     return start, end
 
 
+def _conservative(
+    submit: np.ndarray, run_time: np.ndarray, req_time: np.ndarray, procs: np.ndarray, total: int
+) -> tuple[np.ndarray, np.ndarray]:
+    from metasched.sim._single_kernel.conservative import conservative_loop
+
+    start = np.full(submit.shape[0], np.nan)
+    end = np.full(submit.shape[0], np.nan)
+    conservative_loop(submit, run_time, req_time, procs, total, start, end)
+    return start, end
+
+
 def accelerator(scheduler: LocalScheduler) -> Runner | None:
     """The compiled whole simulation of ``scheduler``, or ``None`` where there is none (a subclass,
     another queue order or another policy: the Python driver runs it, same schedule, slower)."""
-    if type(scheduler) is EasyBackfill and scheduler.order.is_arrival_order:
-        return _easy
-    return None
+    if not scheduler.order.is_arrival_order:
+        return None
+    return {EasyBackfill: _easy, ConservativeBackfill: _conservative}.get(type(scheduler))
