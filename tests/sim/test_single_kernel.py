@@ -24,6 +24,7 @@ from tests.sim.traces import read_trace, trace_paths
 from tests.sim.workloads import job
 
 PATHS = trace_paths()
+CONSERVATIVE_JOBS = 20_000
 
 
 POLICIES = {"easy": EasyBackfill, "conservative": ConservativeBackfill}
@@ -118,5 +119,7 @@ def test_hand_worked_conservative_keeps_every_reservation() -> None:
 @pytest.mark.parametrize("path", PATHS, ids=[p.name.split("-")[0] + "-" + p.name.split("-")[1] for p in PATHS])
 @pytest.mark.parametrize("key", sorted(POLICIES))
 def test_compiled_equals_the_python_driver_on_whole_traces(path: Path, key: str) -> None:
-    jobs, procs = read_trace(path, None if key == "easy" or "BLUE" not in path.name else 60_000)
+    """EASY on each whole trace; conservative on its first 20,000 jobs (the Python driver, the
+    oracle here, takes 30-100 s of CPU per whole trace under conservative)."""
+    jobs, procs = read_trace(path, None if key == "easy" else CONSERVATIVE_JOBS)
     assert_same(jobs, procs, key)
