@@ -6,6 +6,7 @@ reference simulator, schedule for schedule; every other policy runs on the Pytho
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -19,31 +20,26 @@ from metasched.policy.local.easy import EasyBackfill
 Runner = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
-def _easy(
-    submit: np.ndarray, run_time: np.ndarray, req_time: np.ndarray, procs: np.ndarray, total: int
+def _run(
+    loop: str, submit: np.ndarray, run_time: np.ndarray, req_time: np.ndarray, procs: np.ndarray, total: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    from metasched.sim._single_kernel.easy import easy_loop  # (numba is imported only here)
+    import importlib
 
+    kernel = getattr(importlib.import_module(f"metasched.sim._single_kernel.{loop}"), f"{loop}_loop")
     start = np.full(submit.shape[0], np.nan)
     end = np.full(submit.shape[0], np.nan)
-    easy_loop(submit, run_time, req_time, procs, total, start, end)
+    kernel(submit, run_time, req_time, procs, total, start, end)  # (numba is imported only now)
     return start, end
 
 
-def _conservative(
-    submit: np.ndarray, run_time: np.ndarray, req_time: np.ndarray, procs: np.ndarray, total: int
-) -> tuple[np.ndarray, np.ndarray]:
-    from metasched.sim._single_kernel.conservative import conservative_loop
-
-    start = np.full(submit.shape[0], np.nan)
-    end = np.full(submit.shape[0], np.nan)
-    conservative_loop(submit, run_time, req_time, procs, total, start, end)
-    return start, end
+#: The policies with a compiled whole simulation: exact class -> the module of its loop.
+LOOPS: dict[type[LocalScheduler], str] = {EasyBackfill: "easy", ConservativeBackfill: "conservative"}
 
 
 def accelerator(scheduler: LocalScheduler) -> Runner | None:
     """The compiled whole simulation of ``scheduler``, or ``None`` where there is none (a subclass,
     another queue order or another policy: the Python driver runs it, same schedule, slower)."""
-    if not scheduler.order.is_arrival_order:
+    loop = LOOPS.get(type(scheduler))
+    if loop is None or not scheduler.order.is_arrival_order:
         return None
-    return {EasyBackfill: _easy, ConservativeBackfill: _conservative}.get(type(scheduler))
+    return functools.partial(_run, loop)

@@ -23,7 +23,7 @@ import numpy as np
 import metasched._jit as _jit
 import metasched.sim._single_kernel.common as _common
 from metasched._jit import drop_stale_cache, move, njit
-from metasched.sim._single_kernel.common import _pop, _push, _run_insert, _run_remove
+from metasched.sim._single_kernel.common import FREE, HEAD, RUNNING, _append, _finish_at, _start
 
 
 @njit(cache=True, nogil=True)
@@ -81,34 +81,20 @@ def conservative_loop(
     hj = np.zeros(n + 1, dtype=np.int64)
     times = np.zeros(2 * n + 3, dtype=np.float64)
     used = np.zeros(2 * n + 3, dtype=np.int64)
-    head = -1
-    tail = -1
-    nr = 0
-    nh = 0
-    free = total
+    st = np.array([-1, -1, 0, total], dtype=np.int64)
     s = 0
-    while s < n or nh > 0:
+    while s < n or st[RUNNING] > 0:
         t_submit = submit[s] if s < n else np.inf
-        t_end = ht[0] if nh > 0 else np.inf
+        t_end = ht[0] if st[RUNNING] > 0 else np.inf
         now = t_submit if t_submit < t_end else t_end
-        while nh > 0 and ht[0] == now:
-            o = hj[0]
-            _pop(ht, hj, nh)
-            nh -= 1
-            _run_remove(rt, ri, nr, exp_end[o], o)
-            nr -= 1
-            free += procs[o]
+        _finish_at(now, procs, exp_end, rt, ri, ht, hj, st)
         while s < n and submit[s] == now:
-            if tail < 0:
-                head = s
-            else:
-                nxt[tail] = s
-                prv[s] = tail
-            tail = s
+            _append(s, nxt, prv, st)
             s += 1
-        if head < 0 or free == 0:
+        if st[HEAD] < 0 or st[FREE] == 0:
             continue
         # the profile of the running jobs: ``now``, then each later expected end
+        nr = st[RUNNING]
         steps = 1
         times[0] = now
         held = 0
@@ -126,8 +112,8 @@ def conservative_loop(
                 steps += 1
             used[steps - 1] -= procs[ri[i]]
         # place the queue in order
-        j = head
-        while j >= 0 and free > 0:
+        j = st[HEAD]
+        while j >= 0 and st[FREE] > 0:
             c = j
             j = nxt[c]
             p = procs[c]
@@ -135,25 +121,8 @@ def conservative_loop(
             k = _earliest_fit(times, used, steps, total, p, d)
             start = times[k]
             steps = _reserve(times, used, steps, k, p, start + d)
-            if start == now and p <= free:
-                free -= p
-                start_time[c] = now
-                end_time[c] = now + run_time[c]
-                exp_end[c] = now + d
-                _run_insert(rt, ri, nr, exp_end[c], c)
-                nr += 1
-                _push(ht, hj, nh, end_time[c], c)
-                nh += 1
-                a = prv[c]
-                b = nxt[c]
-                if a >= 0:
-                    nxt[a] = b
-                else:
-                    head = b
-                if b >= 0:
-                    prv[b] = a
-                else:
-                    tail = a
+            if start == now and p <= st[FREE]:
+                _start(c, now, run_time, req_time, procs, start_time, end_time, exp_end, nxt, prv, rt, ri, ht, hj, st)
 
 
 # (its loop holds the code of ``common``'s kernels: see :func:`~metasched._jit.drop_stale_cache`)
