@@ -123,3 +123,13 @@ def test_compiled_equals_the_python_driver_on_whole_traces(path: Path, key: str)
     oracle here, takes 30-100 s of CPU per whole trace under conservative)."""
     jobs, procs = read_trace(path, None if key == "easy" else CONSERVATIVE_JOBS)
     assert_same(jobs, procs, key)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_job_wider_than_the_machine_or_a_repeated_id_is_the_same_error_both_ways(compiled: bool) -> None:
+    """The first job too wide, in ``(submit_time, job_id)`` order, is named (job 3 is submitted first)."""
+    wide = [job(1, 5, 1, 1, 9), job(3, 0, 1, 1, 8), job(2, 1, 1, 1, 1)]
+    with pytest.raises(ValueError, match="job 3 needs 8 processors; the machine has 4"):
+        simulate(wide, 4, EasyBackfill(), compiled=compiled)
+    with pytest.raises(ValueError, match="job_id values must be unique"):
+        simulate([job(1, 0, 1, 1, 1), job(1, 1, 1, 1, 1)], 4, ConservativeBackfill(), compiled=compiled)

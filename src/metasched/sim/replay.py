@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -45,7 +46,12 @@ def simulate(
     there, and for the others the queue is also kept as columns for schedulers with a compiled
     pass (conservative backfilling); ``False`` runs every pass in Python (same schedule).
     """
-    n_jobs = len(jobs)
+    if compiled:
+        fast = _accelerated(jobs, procs, scheduler, name)
+        if fast is not None:
+            if progress is not None:
+                progress(len(jobs))
+            return fast
     nan, inf = float("nan"), float("inf")
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, jobs[i].job_id))
     jobs_sorted = [jobs[i] for i in order]
@@ -56,14 +62,6 @@ def simulate(
     index_of = {job.job_id: i for i, job in zip(order, jobs_sorted, strict=True)}
     if len(index_of) != len(jobs):
         raise ValueError("job_id values must be unique within a workload")
-    if compiled:
-        fast = _accelerated(jobs_sorted, procs, scheduler)
-        if fast is not None:
-            schedule.start_time[order], schedule.end_time[order] = fast
-            schedule.site[:] = 0
-            if progress is not None:
-                progress(n_jobs)
-            return schedule
     start_time = [nan] * len(jobs)
     end_time = [nan] * len(jobs)
     site = SiteState(procs, name, QueueColumns(scheduler.order) if compiled else None)
@@ -106,21 +104,44 @@ def simulate(
     return schedule
 
 
-def _accelerated(jobs_sorted: list[Job], procs: int, scheduler: LocalScheduler) -> tuple[np.ndarray, np.ndarray] | None:
-    """Start and end times in ``jobs_sorted``'s order from ``scheduler``'s compiled whole
-    simulation, or ``None`` when it has none or the jobs are outside what it was proven on (a
-    non-positive estimate, a width under 1, a time that is not finite: the Python driver then runs them,
-    and reports the bad job as it always did)."""
+def _accelerated(jobs: Sequence[Job], procs: int, scheduler: LocalScheduler, name: str) -> Schedule | None:
+    """The schedule from ``scheduler``'s compiled whole simulation (the jobs' columns sorted by
+    ``(submit_time, job_id)`` with NumPy, checked as :func:`simulate` checks them), or ``None``
+    when it has none or the jobs are outside what it was proven on (a non-positive estimate, a
+    width under 1, a time that is not finite, a negative run time: the Python driver then runs
+    them, and reports a bad job as it always did)."""
     from metasched.sim._single_kernel import accelerator
 
     runner = accelerator(scheduler)
-    if runner is None or not jobs_sorted:
+    if runner is None or not jobs:
         return None
-    submit = np.fromiter((j.submit_time for j in jobs_sorted), dtype=np.float64, count=len(jobs_sorted))
-    run_time = np.fromiter((j.run_time for j in jobs_sorted), dtype=np.float64, count=len(jobs_sorted))
-    req_time = np.fromiter((j.requested_time for j in jobs_sorted), dtype=np.float64, count=len(jobs_sorted))
-    widths = np.fromiter((j.requested_procs for j in jobs_sorted), dtype=np.int64, count=len(jobs_sorted))
+    n = len(jobs)
+    submit = np.fromiter(map(attrgetter("submit_time"), jobs), dtype=np.float64, count=n)
+    run_time = np.fromiter(map(attrgetter("run_time"), jobs), dtype=np.float64, count=n)
+    req_time = np.fromiter(map(attrgetter("requested_time"), jobs), dtype=np.float64, count=n)
+    widths = np.fromiter(map(attrgetter("requested_procs"), jobs), dtype=np.int64, count=n)
+    ids = np.fromiter(map(attrgetter("job_id"), jobs), dtype=np.int64, count=n)
     finite = np.isfinite(submit).all() and np.isfinite(run_time).all() and np.isfinite(req_time).all()
     if not finite or (req_time <= 0).any() or (widths < 1).any() or (run_time < 0).any():
         return None
-    return runner(submit, run_time, req_time, widths, procs)
+    order = np.lexsort((ids, submit))  # (submit_time, job_id), as the Python driver sorts
+    too_wide = np.flatnonzero(widths[order] > procs)
+    if too_wide.size:
+        k = int(order[too_wide[0]])
+        raise ValueError(f"job {ids[k]} needs {widths[k]} processors; the machine has {procs}")
+    if np.unique(ids).size != n:
+        raise ValueError("job_id values must be unique within a workload")
+    starts, ends = runner(submit[order], run_time[order], req_time[order], widths[order], procs)
+    schedule = Schedule(
+        jobs=list(jobs),
+        start_time=np.empty(n),
+        end_time=np.empty(n),
+        site=np.zeros(n, dtype=np.int64),
+        procs=widths,
+        run_time=run_time,
+        total_procs=procs,
+        site_names=[name],
+    )
+    schedule.start_time[order] = starts
+    schedule.end_time[order] = ends
+    return schedule
