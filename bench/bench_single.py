@@ -103,7 +103,7 @@ def part_whole(pyss: bool) -> list[str]:
     ]
     plot = harness.child_cpu([*ms[:-3], "--plot", "--out", str(out)])[0]
     rows.append(
-        f"| `metasched simulate` with the figure (`--plot`, the default) | {plot:.2f} | {plot / min(theirs):.2f} |"
+        f"| `metasched simulate` with the figure (the default) | {plot:.2f} | {plot / min(theirs):.2f} |"
     )
     if pyss and harness.PYTHON2.exists():
         cpu = harness.child_cpu(harness.pyss_process(swf, "easy", 128))[0]
