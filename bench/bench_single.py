@@ -102,9 +102,7 @@ def part_whole(pyss: bool) -> list[str]:
         f"| reference `ref_sim.py` (prints its means) | {min(theirs):.2f} | 1.00 |",
     ]
     plot = harness.child_cpu([*ms[:-3], "--plot", "--out", str(out)])[0]
-    rows.append(
-        f"| `metasched simulate` with the figure (the default) | {plot:.2f} | {plot / min(theirs):.2f} |"
-    )
+    rows.append(f"| `metasched simulate` with the figure (the default) | {plot:.2f} | {plot / min(theirs):.2f} |")
     if pyss and harness.PYTHON2.exists():
         cpu = harness.child_cpu(harness.pyss_process(swf, "easy", 128))[0]
         rows.append(f"| pyss (Python 2.7 -O; a slightly different schedule) | {cpu:.1f} | {cpu / min(theirs):.1f} |")
