@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO)]
 
-from bench.peers import harness  # noqa: E402
+from bench.peers import _simulators as harness  # noqa: E402
 
 from metasched.model.job import Job  # noqa: E402
 from metasched.policy.local import REGISTRY  # noqa: E402
