@@ -30,7 +30,7 @@ def main() -> None:
 
     import metasched.cli.main  # noqa: F401  (what `metasched` imports before it parses the command line)
 
-    lap("import the CLI (every command module)")
+    lap("import the CLI (its command table)")
     from metasched.policy.local import EasyBackfill
     from metasched.sim.metrics import per_job, summarise, write_jobs_csv, write_summary_json
     from metasched.sim.outputs import write_schedule_swf
@@ -38,7 +38,7 @@ def main() -> None:
     from metasched.workload.swf import read_swf
 
     workload = read_swf(trace)
-    lap(f"read_swf ({len(workload.jobs):,} jobs)")
+    lap(f"import the command's modules, read_swf ({len(workload.jobs):,} jobs)")
     from metasched.sim._single_kernel.easy import easy_loop  # noqa: F401
 
     lap("import numba and the EASY kernel module")
