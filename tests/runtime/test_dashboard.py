@@ -102,17 +102,17 @@ def test_snapshot_reflects_the_store(tmp_path: Path) -> None:
 
 def test_dashboard_auth_read_only_token(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'q.db'}")
-    with TestClient(create_app(store, "full", dashboard_token="peek")) as client:
+    with TestClient(create_app(store, "full-0123456789abcdef", dashboard_token="peek-0123456789abcdef")) as client:
         assert client.get("/dashboard").status_code == 200  # the page holds no data
         assert "dashboard.js" in client.get("/dashboard").text
         assert client.get("/dashboard/dashboard.js").status_code == 200
         assert client.get("/dashboard/../store.py").status_code == 404
         assert client.get("/", follow_redirects=False).headers["location"] == "/dashboard"
         assert client.get("/v1/dashboard").status_code == 401
-        assert client.get("/v1/dashboard", headers={"Authorization": "Bearer peek"}).status_code == 200
-        assert client.get("/v1/dashboard", headers={"Authorization": "Bearer full"}).status_code == 200
+        assert client.get("/v1/dashboard", headers={"Authorization": "Bearer peek-0123456789abcdef"}).status_code == 200
+        assert client.get("/v1/dashboard", headers={"Authorization": "Bearer full-0123456789abcdef"}).status_code == 200
         # the read-only token opens nothing else
-        ro = {"Authorization": "Bearer peek"}
+        ro = {"Authorization": "Bearer peek-0123456789abcdef"}
         assert client.post("/v1/claim", json={"placeholder_id": "p", "site": "s"}, headers=ro).status_code == 401
         assert client.get("/v1/status", headers=ro).status_code == 401
     store.close()

@@ -45,11 +45,11 @@ async def _echo(body: bytes) -> tuple[int, bytes]:
 
 
 def test_hot_routes_check_the_token_read_the_body_and_pass_the_rest_on() -> None:
-    app = HotRoutes(_fallback, routes={"/v1/claim": _echo}, token=b"s3cret", max_body=100)
-    ok = [(b"content-type", b"application/json"), (b"authorization", b"bEaReR s3cret")]
+    app = HotRoutes(_fallback, routes={"/v1/claim": _echo}, token=b"s3cret-0123456789", max_body=100)
+    ok = [(b"content-type", b"application/json"), (b"authorization", b"bEaReR s3cret-0123456789")]
     assert _call(app, "/v1/claim", b"0123456789", ok) == (200, b"got 0123456789")
     assert _call(app, "/v1/claim", b"x", ok, root="/mq") == (200, b"got x")  # behind a proxy prefix
-    for wrong in ([], [(b"authorization", b"Bearer s3cre")], [(b"authorization", b"Basic s3cret")]):
+    for wrong in ([], [(b"authorization", b"Bearer s3cre")], [(b"authorization", b"Basic s3cret-0123456789")]):
         code, out = _call(app, "/v1/claim", b"x", wrong)
         assert (code, json.loads(out)) == (401, {"detail": "missing or wrong bearer token"})
     assert _call(app, "/v1/claim", b"x" * 101, ok)[0] == 413
@@ -59,8 +59,8 @@ def test_hot_routes_check_the_token_read_the_body_and_pass_the_rest_on() -> None
 def test_server_answers_hot_calls_like_the_documented_routes(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'q.db'}")
     (jid,) = store.submit([JobSpec("true")])
-    app = create_app(store, "tok")
-    h = {"Authorization": "bearer tok"}  # the scheme in any case, as HTTPBearer accepts it
+    app = create_app(store, "tok-0123456789abcdef")
+    h = {"Authorization": "bearer tok-0123456789abcdef"}  # the scheme in any case, as HTTPBearer accepts it
     with TestClient(app) as client:
         got = client.post("/v1/claim", json={"placeholder_id": "p", "site": "s"}, headers=h)
         assert got.status_code == 200 and got.headers["content-type"] == "application/json"

@@ -33,12 +33,12 @@ def test_token_file_is_private(tmp_path: Path) -> None:
 def test_service_requires_token_and_speaks_protocol(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=30)
     a, _b = store.submit([JobSpec("echo a", name="a"), JobSpec("echo b", name="b", after=["a"])])
-    with TestClient(create_app(store, "sekrit")) as client:
+    with TestClient(create_app(store, "sekrit-0123456789")) as client:
         body = {"placeholder_id": "p", "site": "s", "cpus": 2, "limit": 2}
         assert client.post("/v1/claim", json=body).status_code == 401
         bad = {"Authorization": "Bearer nope"}
         assert client.post("/v1/claim", json=body, headers=bad).status_code == 401
-        h = {"Authorization": "Bearer sekrit"}
+        h = {"Authorization": "Bearer sekrit-0123456789"}
         assert client.post("/v1/hello", json={"placeholder_id": "p", "site": "s"}, headers=h).json() == {"wait_s": None}
         r = client.post("/v1/claim", json=body, headers=h).json()
         assert r["action"] == "job" and [j["job_id"] for j in r["jobs"]] == [a]

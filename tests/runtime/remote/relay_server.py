@@ -25,7 +25,7 @@ class Recorder:
 
 
 @contextmanager
-def relay_server(token: str = "s3cret") -> Iterator[Recorder]:
+def relay_server(token: str = "s3cret-0123456789") -> Iterator[Recorder]:
     rec = Recorder(token)
 
     class Handler(http.server.BaseHTTPRequestHandler):

@@ -14,8 +14,8 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 
 def test_cli_gateway_relays(tmp_path: Path) -> None:
     token = tmp_path / "token"
-    token.write_text("tk")
-    with relay_server("tk") as server:
+    token.write_text("tk-0123456789abcdef")
+    with relay_server("tk-0123456789abcdef") as server:
         env = {**os.environ, "PYTHONPATH": str(SRC), "SSH_ORIGINAL_COMMAND": "metasched heartbeat placeholder_id=p9"}
         argv = [sys.executable, "-m", "metasched", "ssh-gateway", "--url", server.url, "--token-file", str(token)]
         res = subprocess.run(

@@ -87,8 +87,8 @@ def _serve(url: str, token_file: Path, command: str | None, body: str, site: str
 
 def test_serve_relays_to_the_server_with_its_token(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
-    token_file.write_text("s3cret\n")
-    with relay_server("s3cret") as server:
+    token_file.write_text("s3cret-0123456789\n")
+    with relay_server("s3cret-0123456789") as server:
         server.answer = {"action": "run", "jobs": [{"job_id": 7}]}
         rc, out, err = _serve(server.url, token_file, "metasched claim", '{"placeholder_id": "A-p1"}', site="A")
         assert (rc, json.loads(out), err) == (EXIT_OK, server.answer, "")
@@ -98,18 +98,18 @@ def test_serve_relays_to_the_server_with_its_token(tmp_path: Path) -> None:
         assert (rc, out) == (EXIT_REFUSED, "") and "server refused complete: 409" in err
         server.status = 503
         assert _serve(server.url, token_file, "bye", "{}")[0] == EXIT_UNAVAILABLE
-        token_file.write_text("wrong")
+        token_file.write_text("wrong-0123456789abcdef")
         rc, _, err = _serve(server.url, token_file, "claim", "{}")
         assert rc == EXIT_REFUSED and "401" in err
     # A refused request never reaches the server.
-    with relay_server("s3cret") as server:
+    with relay_server("s3cret-0123456789") as server:
         assert _serve(server.url, token_file, "sh -c id", "")[0] == EXIT_REFUSED
         assert server.requests == []
 
 
 def test_serve_reports_an_unreachable_server(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
-    token_file.write_text("t")
+    token_file.write_text("t-0123456789abcdef")
     rc, _, err = _serve("http://127.0.0.1:1", token_file, "claim", "{}")
     assert rc == EXIT_UNAVAILABLE and "unreachable" in err
     rc, _, err = _serve("http://127.0.0.1:1", tmp_path / "missing", "claim", "{}")

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.live
 
 
 def test_claim_over_ssh_reaches_the_server_and_nothing_else_is_allowed(ssh_testbed: SshTestbed) -> None:
-    with relay_server("tok") as server, restricted_key(ssh_testbed, server.url, "tok", site="A") as rk:
+    with (
+        relay_server("tok-0123456789abcdef") as server,
+        restricted_key(ssh_testbed, server.url, "tok-0123456789abcdef", site="A") as rk,
+    ):
         target = ssh_testbed.target("lo", identity_file=rk.key)
         for mode in MODES:
             client = SshProtocolClient(target, mode=mode, timeout_s=10)  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
     home.mkdir()
     ledger = tmp_path / "ledger.txt"
     token_file = home / "token"
-    token_file.write_text("e2e-token\n")
+    token_file.write_text("e2e-token-0123456789\n")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     db = f"sqlite:///{tmp_path / 'mq.db'}"
@@ -80,7 +80,7 @@ def test_workflow_over_two_remote_sites_and_a_dead_one(ssh_testbed: SshTestbed, 
                 if httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200:
                     break
             time.sleep(0.1)
-        with restricted_key(ssh_testbed, url, "e2e-token", site="sshA") as rk:
+        with restricted_key(ssh_testbed, url, "e2e-token-0123456789", site="sshA") as rk:
             lo = ssh_testbed.data["hosts"]["lo"]
             site_ssh = {
                 "host": lo["host"],
@@ -179,7 +179,7 @@ def test_site_cut_off_mid_run_and_brought_back(ssh_testbed: SshTestbed, netns_lo
     home.mkdir()
     ledger = tmp_path / "ledger.txt"
     token_file = home / "token"
-    token_file.write_text("cut-token\n")
+    token_file.write_text("cut-token-0123456789\n")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     db = f"sqlite:///{tmp_path / 'mq.db'}"
@@ -305,7 +305,7 @@ def test_staging_inputs_in_outputs_back_before_completion(ssh_testbed: SshTestbe
     home = tmp_path / "home"
     home.mkdir()
     token_file = home / "token"
-    token_file.write_text("stage-token\n")
+    token_file.write_text("stage-token-0123456789\n")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     db = f"sqlite:///{tmp_path / 'mq.db'}"

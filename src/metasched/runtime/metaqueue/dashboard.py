@@ -16,17 +16,17 @@ token, either the server's full token or the *read-only* dashboard token
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, cast
 
-from fastapi import Depends, FastAPI, HTTPException, status
+from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Table, func, select
 
 from metasched.runtime.metaqueue.models import DependencyRow, JobRow, PlaceholderRow
+from metasched.runtime.metaqueue.secure import bearer_matches, check_token
 from metasched.runtime.metaqueue.states import JobState
 from metasched.runtime.metaqueue.store import Store
 
@@ -161,10 +161,10 @@ def snapshot(store: Store, *, max_jobs: int = MAX_JOBS, now: float) -> dict[str,
 
 def mount(app: FastAPI, store: Store, tokens: list[str], clock: Callable[[], float]) -> None:
     """Add the page, its static files and ``GET /v1/dashboard`` (any of ``tokens`` opens it) to ``app``."""
-    accepted = [t.encode() for t in tokens if t]
+    accepted = [check_token(t, "given to the dashboard").encode() for t in tokens]
 
-    def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-        if creds is None or not any(hmac.compare_digest(creds.credentials.encode(), t) for t in accepted):
+    async def auth(request: Request, _doc: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
+        if not bearer_matches(request.scope["headers"], accepted):
             raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token (dashboard)")
 
     @app.get("/", include_in_schema=False)

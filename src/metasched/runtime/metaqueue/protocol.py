@@ -22,12 +22,28 @@ from urllib.parse import urlsplit
 
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
+from metasched.runtime.metaqueue.secure import TokenError, check_token, private_dir, write_private
 
 if TYPE_CHECKING:
     from metasched.runtime.metaqueue.store import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+#: Most completions (and, apart, most hand-backs) in one report: the server refuses more (422), so a
+#: placeholder sends a longer backlog in several reports.
+MAX_REPORT = 1000
+#: Most ``(job_id, attempt)`` pairs in a heartbeat's ``holding`` (and ``fenced``).
+MAX_HOLDING = 100_000
+
+
+class ServerError(ConnectionError):
+    """The metaqueue answered 5xx: it is there but failing; retried like an unreachable one, within bounds
+    (the agent gives up after ``give_up_s`` of failures)."""
+
+
+class Refused(PermissionError):
+    """The metaqueue refused the call (4xx: wrong token, a body it does not accept). Retrying cannot help."""
 
 
 @dataclass(slots=True)
@@ -44,7 +60,8 @@ class Completion:
 
 
 class Transport(ABC):
-    """How a placeholder talks to the metaqueue. Every call may raise ``ConnectionError`` (retry later)."""
+    """How a placeholder talks to the metaqueue. Every call may raise ``ConnectionError`` (retry later) or
+    ``PermissionError`` (refused: do not retry)."""
 
     @abstractmethod
     def hello(self, placeholder_id: str, site: str, host: str) -> float | None: ...
@@ -255,9 +272,9 @@ class HttpTransport(Transport):
             self.close()
             raise ConnectionError(f"metaqueue server unreachable: {exc}") from exc
         if status >= 500:
-            raise ConnectionError(f"metaqueue server error {status}: {text[:200]}")
+            raise ServerError(f"metaqueue server error {status} on {path}: {text[:200]}")
         if status >= 400:
-            raise PermissionError(f"metaqueue server refused {path}: {status} {text[:200]}")
+            raise Refused(f"metaqueue server refused {path}: {status} {text[:200]}")
         return json.loads(text)
 
     def hello(self, placeholder_id: str, site: str, host: str) -> float | None:
@@ -363,31 +380,35 @@ def _result(r: Completion) -> dict[str, Any]:
 
 
 def token_path() -> Path:
-    home = Path(os.environ.get("METASCHED_HOME") or Path.home() / ".metasched")
-    home.mkdir(parents=True, exist_ok=True)
-    return home / "token"
+    """``$METASCHED_HOME/token`` (the home created 0700 if missing)."""
+    return private_dir(Path(os.environ.get("METASCHED_HOME") or Path.home() / ".metasched")) / "token"
 
 
 def ensure_token(path: Path | None = None) -> str:
-    """The server's bearer token, created (0600, owner only) on first use."""
+    """The server's bearer token, created on first use (random, 43 characters; written atomically, 0600).
+
+    An existing file must hold a usable token (:func:`~metasched.runtime.metaqueue.secure.check_token`):
+    an empty or short one raises :class:`TokenError` naming the file, it never switches auth off."""
     path = path or token_path()
-    if path.exists():
-        return path.read_text().strip()
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(token + "\n")
-    return token
+    if not path.exists():
+        write_private(path, secrets.token_urlsafe(32) + "\n", replace=False)
+    return _read_token_file(path)
+
+
+def _read_token_file(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenError(f"cannot read the bearer token, {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return check_token(text.strip(), f"in {path}")
 
 
 def read_token(path: str | Path | None = None) -> str:
-    """Token for clients: ``$METASCHED_TOKEN``, else the file (default ``$METASCHED_HOME/token``)."""
-    if path is None and os.environ.get("METASCHED_TOKEN"):
-        return os.environ["METASCHED_TOKEN"]
+    """Token for clients: ``$METASCHED_TOKEN``, else the file (default ``$METASCHED_HOME/token``); checked
+    as the server checks its own (an empty token is refused here, not sent)."""
+    if path is None and os.environ.get("METASCHED_TOKEN") is not None:
+        return check_token(os.environ["METASCHED_TOKEN"].strip(), "in $METASCHED_TOKEN")
     p = Path(path) if path else token_path()
-    try:
-        return p.read_text().strip()
-    except OSError:
-        raise PermissionError(
-            f"no server token at {p}: start `metasched server` first or set METASCHED_TOKEN"
-        ) from None
+    if not p.exists():
+        raise TokenError(f"no server token at {p}: start `metasched server` first or set METASCHED_TOKEN")
+    return _read_token_file(p)

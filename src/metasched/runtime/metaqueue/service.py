@@ -1,16 +1,19 @@
 """``metasched server``: the metaqueue over HTTP (FastAPI), for many users and placeholders on remote sites.
 
 Every request needs ``Authorization: Bearer <token>`` (the token :func:`ensure_token` created with
-0600 permissions). All state is in the database, so the server can be killed (even -9) and
-restarted: a placeholder retries its calls, and jobs whose placeholder vanished come back to the
-queue when their lease ends (a background thread expires leases).
+0600 permissions; one parser for every route, :func:`~metasched.runtime.metaqueue.secure.bearer_matches`).
+Every body is bounded (:class:`BodyLimit`, one mechanism for every route) and is described by one
+pydantic model below, which bounds its lists and numbers and refuses non-finite or impossible times:
+a body that does not fit its model gets 422 with the offending path, never a 500.
+All state is in the database, so the server can be killed (even -9) and restarted: a placeholder
+retries its calls, and jobs whose placeholder vanished come back to the queue when their lease ends
+(a background thread expires leases).
 OpenAPI: ``/docs`` and ``/openapi.json`` (the token is needed for the protocol calls, not to read the docs).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import queue
@@ -18,39 +21,76 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, Self, TypeVar, cast
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue import dashboard
+from metasched.runtime.metaqueue.protocol import MAX_HOLDING, MAX_REPORT
 from metasched.runtime.metaqueue.records import ClaimResult
+from metasched.runtime.metaqueue.secure import bearer_matches, check_token
 from metasched.runtime.metaqueue.store import Store
 
 log = logging.getLogger("metasched.server")
+M = TypeVar("M", bound=BaseModel)
 # Module level: FastAPI resolves the (string) annotations of dependencies in this module's globals.
 _BEARER = HTTPBearer(auto_error=False)
 
 
-class Hello(BaseModel):
-    placeholder_id: str
-    site: str
-    host: str = ""
+#: Largest request body (bytes) on any route: 413 beyond.
+MAX_BODY_BYTES = 16 << 20
+#: A reported instant may be this far ahead of the server's clock (clock skew between hosts), no more.
+FUTURE_SLACK_S = 86_400.0
+#: Largest id, name or host string in a body; largest path.
+MAX_NAME = 256
+MAX_PATH = 4096
+#: Bounds of counts (cpus, MB) and of ids and attempts: what the database's integers hold.
+MAX_COUNT = 2**31 - 1
+MAX_ID = 2**63 - 1
+#: Exit codes as placeholders report them: 0-255, or minus the signal number that killed the job.
+MIN_EXIT, MAX_EXIT = -128, 255
 
 
-class ClaimRequest(BaseModel):
-    placeholder_id: str
-    site: str
-    cpus: int = Field(1, ge=0, description="cpus free now (0: only jobs ahead are wanted)")
-    mem_mb: int = Field(0, ge=0)
-    remaining_s: float | None = None
+class Body(BaseModel):
+    """Every request body: unknown keys are ignored (older or newer placeholders), numbers are finite."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+JobId = Annotated[int, Field(ge=0, le=MAX_ID)]
+Attempt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+#: Seconds since the epoch: finite, not negative, at most a day ahead of the server (checked per body).
+Instant = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+Run = tuple[JobId, Attempt]
+
+
+def _not_future(at: float, what: str) -> None:
+    if at > time.time() + FUTURE_SLACK_S:
+        raise ValueError(f"{what} is more than {FUTURE_SLACK_S:.0f} s in the future ({at!r})")
+
+
+class Hello(Body):
+    placeholder_id: Name
+    site: Name
+    host: str = Field("", max_length=MAX_NAME)
+
+
+class ClaimRequest(Body):
+    placeholder_id: Name
+    site: Name
+    cpus: Count = Field(1, description="cpus free now (0: only jobs ahead are wanted)")
+    mem_mb: Count = 0
+    remaining_s: float | None = Field(None, ge=-1e10, le=1e10, description="wall time left (s), None: unbounded")
     limit: int = Field(1, ge=0, le=1000, description="how many jobs at most to start now (batch claim)")
     ahead: int = Field(0, ge=0, le=1000, description="also up to this many jobs to run next (prefetch)")
-    whole_cpus: int = Field(1, ge=1, description="the placeholder's size, which each job ahead must fit")
-    whole_mem_mb: int = Field(0, ge=0)
+    whole_cpus: int = Field(1, ge=1, le=MAX_COUNT, description="the placeholder's size, which each job ahead must fit")
+    whole_mem_mb: Count = 0
 
     def free(self) -> FreeResources:
         return FreeResources(self.cpus, self.mem_mb, self.remaining_s)
@@ -77,15 +117,17 @@ class ClaimResponse(BaseModel):
     jobs: list[ClaimedJobOut] = []
 
 
-class HeartbeatRequest(BaseModel):
-    placeholder_id: str
-    holding: list[tuple[int, int]] | None = Field(
+class HeartbeatRequest(Body):
+    placeholder_id: Name
+    holding: list[Run] | None = Field(
         default=None,
+        max_length=MAX_HOLDING,
         description="(job_id, attempt) of every job the placeholder runs, has prefetched or has finished and not "
         "yet reported: only these are renewed, any other job leased to it is taken back. Absent: renew all.",
     )
-    fenced: list[tuple[int, int]] = Field(
+    fenced: list[Run] = Field(
         default_factory=list,
+        max_length=MAX_HOLDING,
         description="(job_id, attempt) of jobs it started and killed itself after losing contact for nearly a "
         "lease: taken back with the attempt counted (the others not held go back uncounted).",
     )
@@ -95,25 +137,34 @@ class HeartbeatResponse(BaseModel):
     held: dict[int, int] = Field(description="job_id -> attempt still held; kill any other job you run")
 
 
-class Result(BaseModel):
-    job_id: int
-    attempt: int
-    exit_code: int
-    start_at: float
-    end_at: float
-    stdout_path: str | None = None
-    stderr_path: str | None = None
+class Result(Body):
+    job_id: JobId
+    attempt: Attempt
+    exit_code: int = Field(ge=MIN_EXIT, le=MAX_EXIT, description="0-255, or minus the signal that killed the job")
+    start_at: Instant
+    end_at: Instant
+    stdout_path: str | None = Field(None, max_length=MAX_PATH)
+    stderr_path: str | None = Field(None, max_length=MAX_PATH)
+
+    @model_validator(mode="after")
+    def _possible(self) -> Self:
+        if self.end_at < self.start_at:
+            raise ValueError(f"end_at ({self.end_at!r}) is before start_at ({self.start_at!r})")
+        _not_future(self.end_at, "end_at")
+        return self
 
 
-class Release(BaseModel):
-    job_id: int
-    attempt: int
+class Release(Body):
+    job_id: JobId
+    attempt: Attempt
 
 
-class CompleteRequest(BaseModel):
-    placeholder_id: str
-    results: list[Result]
-    release: list[Release] = Field([], description="prefetched jobs handed back unstarted (attempt not counted)")
+class CompleteRequest(Body):
+    placeholder_id: Name
+    results: list[Result] = Field(max_length=MAX_REPORT)
+    release: list[Release] = Field(
+        [], max_length=MAX_REPORT, description="prefetched jobs handed back unstarted (attempt not counted)"
+    )
     claim: ClaimRequest | None = Field(None, description="claim the next job(s) in the same transaction")
 
 
@@ -122,9 +173,9 @@ class CompleteResponse(BaseModel):
     claim: ClaimResponse | None = None
 
 
-class Bye(BaseModel):
-    placeholder_id: str
-    state: str = "done"
+class Bye(Body):
+    placeholder_id: Name
+    state: Literal["done", "expired", "failed"] = "done"
 
 
 class GroupCommit:
@@ -138,20 +189,27 @@ class GroupCommit:
     batches run side by side.
     """
 
-    def __init__(self, store: Store, *, workers: int | None = None, max_batch: int = 64) -> None:
+    def __init__(
+        self, store: Store, *, workers: int | None = None, max_batch: int = 64, max_weight: int = 2 * MAX_REPORT
+    ) -> None:
         self.store = store
         self.max_batch = max_batch
-        self.queue: queue.SimpleQueue[tuple[Callable[[Any, float], Any], asyncio.Future[Any]] | None] = (
+        #: A batch holds requests of at most this much work in all (a request's weight: 1 + the runs it
+        #: reports), so that one transaction never holds the writer long: large reports go one per batch.
+        self.max_weight = max_weight
+        self.queue: queue.SimpleQueue[tuple[Callable[[Any, float], Any], asyncio.Future[Any], int] | None] = (
             queue.SimpleQueue()
         )
+        #: Sizes (requests, weight) of the last batches run, newest last (for tests and the curious).
+        self.batches: list[tuple[int, int]] = []
         n = workers if workers is not None else (4 if store.is_postgres else 1)
         self.threads = [threading.Thread(target=self._work, name=f"group-commit-{i}", daemon=True) for i in range(n)]
         for t in self.threads:
             t.start()
 
-    async def run(self, call: Callable[[Any, float], Any]) -> Any:
+    async def run(self, call: Callable[[Any, float], Any], weight: int = 1) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.queue.put((call, fut))
+        self.queue.put((call, fut, weight))
         return await fut
 
     def close(self) -> None:
@@ -164,7 +222,9 @@ class GroupCommit:
             if item is None:
                 return
             items = [item]
-            while len(items) < self.max_batch:
+            weight = item[2]
+            carry = None
+            while len(items) < self.max_batch and weight < self.max_weight:
                 try:
                     more = self.queue.get_nowait()
                 except queue.Empty:
@@ -172,13 +232,23 @@ class GroupCommit:
                 if more is None:
                     self.queue.put(None)  # for the next round: stop after this batch
                     break
+                if weight + more[2] > self.max_weight:
+                    carry = more  # first of the next batch
+                    break
                 items.append(more)
-            try:
-                results: list[Any] = self.store.run_batch([call for call, _ in items])
-            except Exception as exc:
-                results = [exc] * len(items)
-            for (_, fut), result in zip(items, results, strict=True):
-                fut.get_loop().call_soon_threadsafe(_settle, fut, result)
+                weight += more[2]
+            self._run(items, weight)
+            if carry is not None:
+                self._run([carry], carry[2])
+
+    def _run(self, items: list[tuple[Callable[[Any, float], Any], asyncio.Future[Any], int]], weight: int) -> None:
+        self.batches = [*self.batches[-99:], (len(items), weight)]
+        try:
+            results: list[Any] = self.store.run_batch([call for call, _, _ in items])
+        except Exception as exc:
+            results = [exc] * len(items)
+        for (_, fut, _), result in zip(items, results, strict=True):
+            fut.get_loop().call_soon_threadsafe(_settle, fut, result)
 
 
 def _settle(fut: asyncio.Future[Any], result: Any) -> None:
@@ -191,11 +261,65 @@ def _settle(fut: asyncio.Future[Any], result: Any) -> None:
 
 
 def _invalid(exc: ValidationError) -> tuple[int, bytes]:
-    """422 and pydantic's errors, as FastAPI answers a body it cannot validate."""
-    return 422, json.dumps({"detail": exc.errors(include_url=False, include_context=False)}).encode()
+    """422 and pydantic's errors (path, message, type), as FastAPI answers a body it cannot validate. The
+    input is left out: it may be bytes (malformed JSON), which JSON cannot carry, and it is the caller's."""
+    detail = exc.errors(include_url=False, include_context=False, include_input=False)
+    return 422, json.dumps({"detail": detail}, default=str).encode()
 
 
 _UNAUTHORISED = json.dumps({"detail": "missing or wrong bearer token"}).encode()
+_TOO_LARGE = json.dumps({"detail": f"request body larger than {MAX_BODY_BYTES} bytes"}).encode()
+
+
+class BodyLimit:
+    """ASGI middleware bounding the request body of EVERY route (the outermost layer: one mechanism,
+    not a check per route): 413 when ``Content-Length`` or the bytes received exceed ``max_body``.
+
+    The body is read here (at most ``max_body`` bytes are ever held) and handed on whole."""
+
+    def __init__(self, app: Any, *, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _answer(send, 400, json.dumps({"detail": "bad Content-Length"}).encode())
+                    return
+                if declared > self.max_body:
+                    await _answer(send, 413, _TOO_LARGE)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await _answer(send, 413, _TOO_LARGE)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # (after the body: wait for the disconnect, as the server would)
+
+        await self.app(scope, replay, send)
 
 
 class HotRoutes:
@@ -203,10 +327,10 @@ class HotRoutes:
 
     Why: one claim or report costs the server ~1 ms of Python through Starlette's middleware
     stack, routing, dependency solving and request/response objects; a placeholder of no-op jobs makes
-    hundreds a second. This answers them with what matters: the bearer check (as :data:`_BEARER` +
-    ``auth`` do: scheme ``Bearer``, any case, constant-time comparison; 401 otherwise), the body read
-    (at most ``max_body`` bytes: 413), then ``routes[path](body) -> (status, JSON bytes)``. Everything
-    else, and errors raised (500 from Starlette's outermost middleware), goes to the wrapped app.
+    hundreds a second. This answers them with what matters: the bearer check (the one of every route,
+    :func:`~metasched.runtime.metaqueue.secure.bearer_matches`; 401 otherwise), the body read (bounded by
+    :class:`BodyLimit` outside, and here too), then ``routes[path](body) -> (status, JSON bytes)``.
+    Everything else, and errors raised (500 from Starlette's outermost middleware), goes to the wrapped app.
     """
 
     def __init__(
@@ -215,11 +339,11 @@ class HotRoutes:
         *,
         routes: dict[str, Callable[[bytes], Awaitable[tuple[int, bytes]]]],
         token: bytes,
-        max_body: int = 16 << 20,
+        max_body: int = MAX_BODY_BYTES,
     ) -> None:
         self.app = app
         self.routes = routes
-        self.token = token
+        self.tokens = [check_token(token.decode(), "given to the server").encode()]
         self.max_body = max_body
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -230,7 +354,7 @@ class HotRoutes:
         if handler is None:
             await self.app(scope, receive, send)
             return
-        if not self._authorised(scope["headers"]):
+        if not bearer_matches(scope["headers"], self.tokens):
             await _answer(send, 401, _UNAUTHORISED)
             return
         body = b""
@@ -240,19 +364,12 @@ class HotRoutes:
                 return
             body += message.get("body", b"")
             if len(body) > self.max_body:
-                await _answer(send, 413, json.dumps({"detail": "request body too large"}).encode())
+                await _answer(send, 413, _TOO_LARGE)
                 return
             if not message.get("more_body", False):
                 break
         code, out = await handler(body)
         await _answer(send, code, out)
-
-    def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
-        for name, value in headers:
-            if name == b"authorization":
-                scheme, _, credentials = value.partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(credentials, self.token)
-        return False
 
 
 async def _answer(send: Any, code: int, body: bytes) -> None:
@@ -302,6 +419,9 @@ def create_app(
     raw bytes, the answer is written as JSON directly, and the database work goes through a
     :class:`GroupCommit`.
     """
+    check_token(token, "given to the server")
+    if dashboard_token is not None:
+        check_token(dashboard_token, "given to the server for the dashboard")
     every = expire_every_s if expire_every_s is not None else max(0.2, store.lease_s / 4)
     stop = threading.Event()
     commits: GroupCommit | None = None
@@ -338,22 +458,43 @@ def create_app(
     )
     expected = token.encode()
 
-    # async: a plain ``def`` dependency would cost every request a hop through the thread pool.
-    async def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-        if creds is None or not hmac.compare_digest(creds.credentials.encode(), expected):
+    # async: a plain ``def`` dependency would cost every request a hop through the thread pool. ``_BEARER``
+    # only documents the scheme (OpenAPI); the header is parsed by the one parser of every route.
+    async def auth(request: Request, _doc: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
+        if not bearer_matches(request.scope["headers"], [expected]):
             raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token")
 
     deps = [Depends(auth)]
 
-    @app.post("/v1/hello", dependencies=deps)
+    def typed(model: type[M], call: Callable[[M], Any]) -> Callable[[Request], Awaitable[Response]]:
+        """An endpoint taking ``model``'s body: the one way every body is read (as the lean routes do:
+        422 with pydantic's errors for anything that is not that model's JSON, malformed bytes included),
+        then ``call`` in the thread pool and its answer as JSON."""
+
+        async def endpoint(request: Request) -> Response:
+            try:
+                req = model.model_validate_json(await request.body())
+            except ValidationError as exc:
+                code, out = _invalid(exc)
+                return Response(out, status_code=code, media_type="application/json")
+            out = await run_in_threadpool(call, req)
+            if isinstance(out, BaseModel):
+                out = out.model_dump()
+            return Response(json.dumps(out).encode(), media_type="application/json")
+
+        endpoint.__doc__ = call.__doc__
+        return endpoint
+
     def hello(req: Hello) -> dict[str, float | None]:
         """A placeholder started; answers its queue wait when the site manager submitted it."""
         return {"wait_s": store.placeholder_started(req.placeholder_id, req.site, req.host)}
 
-    async def run(call: Callable[[Any, float], Any]) -> Any:
+    app.post("/v1/hello", dependencies=deps, openapi_extra=_body(Hello), name="hello")(typed(Hello, hello))
+
+    async def run(call: Callable[[Any, float], Any], weight: int = 1) -> Any:
         if commits is None:  # app used without its lifespan (no server loop): run it here
             return await run_in_threadpool(lambda: store.run_batch([call])[0])
-        result = await commits.run(call)
+        result = await commits.run(call, weight)
         return result
 
     async def claim_call(body: bytes) -> tuple[int, bytes]:
@@ -380,10 +521,17 @@ def create_app(
         code, out = await claim_call(await request.body())
         return Response(out, status_code=code, media_type="application/json")
 
-    @app.post("/v1/heartbeat", dependencies=deps, response_model=HeartbeatResponse)
     def heartbeat(req: HeartbeatRequest) -> HeartbeatResponse:
         """Renew the leases of the placeholder's jobs (with ``holding``: exactly those it lists)."""
         return HeartbeatResponse(held=store.heartbeat(req.placeholder_id, holding=req.holding, fenced=req.fenced))
+
+    app.post(
+        "/v1/heartbeat",
+        dependencies=deps,
+        response_model=HeartbeatResponse,
+        openapi_extra=_body(HeartbeatRequest),
+        name="heartbeat",
+    )(typed(HeartbeatRequest, heartbeat))
 
     async def complete_call(body: bytes) -> tuple[int, bytes]:
         try:
@@ -405,7 +553,8 @@ def create_app(
                 ahead=c.ahead if c else 0,
                 whole=c.whole() if c else None,
                 release=release,
-            )
+            ),
+            1 + len(results) + len(release),
         )
         out = {"accepted": accepted, "claim": _claim_out(claimed) if claimed else None}
         return 200, json.dumps(out).encode()
@@ -426,17 +575,20 @@ def create_app(
     # The routes above document the two hot calls (OpenAPI) and answer them if the middleware is bypassed;
     # this answers them first, without Starlette's routing and middleware stack.
     app.add_middleware(HotRoutes, routes={"/v1/claim": claim_call, "/v1/complete": complete_call}, token=expected)
+    app.add_middleware(BodyLimit)  # added last: outermost, so it bounds every route, the hot ones too
 
-    @app.post("/v1/bye", dependencies=deps)
     def bye(req: Bye) -> dict[str, bool]:
-        """The placeholder is leaving (``done``, or ``expired`` when its wall time is used up)."""
+        """The placeholder is leaving (``done``, ``expired`` when its wall time is used up, or ``failed``)."""
         store.update_placeholder(req.placeholder_id, state=req.state, ended_at=time.time())
         return {"ok": True}
+
+    app.post("/v1/bye", dependencies=deps, openapi_extra=_body(Bye), name="bye")(typed(Bye, bye))
 
     @app.get("/v1/status", dependencies=deps)
     def queue_status() -> dict[str, int]:
         """Jobs per state, and ready."""
         return store.counts()
 
-    dashboard.mount(app, store, [token, dashboard_token or ""], time.time)
+    dashboard.mount(app, store, [token, *([dashboard_token] if dashboard_token else [])], time.time)
+    app.state.group_commit = lambda: commits
     return app

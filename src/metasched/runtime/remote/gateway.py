@@ -49,6 +49,9 @@ PROGRAM_WORDS: tuple[str, ...] = ("metasched",)
 #: A long-lived channel: one JSON request per line in, one JSON answer per line out.
 SESSION = "session"
 MAX_BODY_BYTES = 1 << 20
+#: The shortest token relayed: ``metasched.runtime.metaqueue.secure.MIN_TOKEN_CHARS`` (repeated here: this
+#: file runs alone, importing nothing of ours; a test keeps the two equal).
+MIN_TOKEN_CHARS = 16
 
 EXIT_OK = 0
 EXIT_REFUSED = 2
@@ -242,13 +245,27 @@ def parse_args(argv: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def read_token(path: str) -> str:
+    """The server's token from ``path``; :class:`GatewayRefusal` when it is empty or short (an empty token is
+    never sent: it would mean no authentication at all); ``OSError`` when it cannot be read (yet)."""
+    with open(path, "rb") as fh:
+        token = fh.read().decode("utf-8", errors="replace").strip()
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+        raise GatewayRefusal(
+            f"the server token in {path} is unusable ({len(token)} characters, at least {MIN_TOKEN_CHARS} "
+            "without whitespace needed)"
+        )
+    return token
+
+
 def handle(verb: str, body: Mapping[str, Any], opts: Mapping[str, str]) -> tuple[int, str, str]:
     """Relay one checked request -> (exit status, answer text, error message)."""
     try:
-        with open(opts["token_file"]) as fh:
-            token = fh.read().strip()
+        token = read_token(opts["token_file"])
+    except GatewayRefusal as exc:
+        return EXIT_REFUSED, "", str(exc)
     except OSError as exc:
-        return EXIT_UNAVAILABLE, "", f"cannot read the server token {opts['token_file']}: {exc.strerror}"
+        return EXIT_UNAVAILABLE, "", f"cannot read the server token, {opts['token_file']}: {exc.strerror}"
     try:
         status, answer = relay(opts["url"], token, verb, body, timeout_s=float(opts["timeout"]))
     except (OSError, ValueError) as exc:
