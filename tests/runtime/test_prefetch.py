@@ -168,9 +168,9 @@ def test_server_group_commit_hands_each_job_once(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'q.db'}", lease_s=30)
     n = 80
     store.submit([JobSpec("true", name=f"j{i}") for i in range(n)])
-    h = {"Authorization": "Bearer t"}
+    h = {"Authorization": "Bearer t-0123456789abcdef"}
     got: list[int] = []
-    with TestClient(create_app(store, "t")) as client:
+    with TestClient(create_app(store, "t-0123456789abcdef")) as client:
 
         def worker(k: int) -> None:
             body = {"placeholder_id": f"p{k}", "site": "s", "cpus": 1, "limit": 1, "ahead": 2, "whole_cpus": 1}
@@ -327,11 +327,11 @@ def test_relative_path_entries_leave_lookup_to_bash() -> None:
 def test_watchdog_forgets_an_ended_job_at_once_and_kills_only_live_ones() -> None:
     """A pid the agent said ended may soon lead somebody else's process group (pids wrap fast): the
     watchdog must not kill it when the agent goes; a job still listed is killed."""
-    from metasched.runtime.placeholder.agent import _Watchdog
+    from metasched.runtime.placeholder.agent import RUN_TAG_VAR, _Watchdog
 
     other = subprocess.Popen(["sleep", "30"], start_new_session=True)  # stands for a reused pid
-    ours = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    dog = _Watchdog("ph-watchdog-test")
+    ours = subprocess.Popen(["sleep", "30"], env={**os.environ, RUN_TAG_VAR: "tag-w"}, start_new_session=True)
+    dog = _Watchdog("tag-w")
     try:
         dog.started(ours.pid)
         dog.started(other.pid)
@@ -348,17 +348,16 @@ def test_watchdog_forgets_an_ended_job_at_once_and_kills_only_live_ones() -> Non
                 p.wait(timeout=30)
 
 
-def test_watchdog_kills_an_unlisted_job_by_its_placeholder_tag() -> None:
-    """The agent died after spawning a job but before listing it: the job carries the placeholder's id in
-    its environment, and the watchdog kills it; a process tagged with another placeholder's id survives."""
-    from metasched.runtime.placeholder.agent import _Watchdog
+def test_watchdog_kills_an_unlisted_job_by_its_run_tag() -> None:
+    """The agent died after spawning a job but before listing it: the job carries the agent run's random tag
+    in its environment, and the watchdog kills it; a process tagged by another run survives, and so does one
+    carrying the same placeholder id (never a name: two placeholders may share one)."""
+    from metasched.runtime.placeholder.agent import RUN_TAG_VAR, _Watchdog
 
-    env = dict(os.environ)
-    orphan = subprocess.Popen(["sleep", "30"], env={**env, "METASCHED_PLACEHOLDER": "ph-mine"}, start_new_session=True)
-    stranger = subprocess.Popen(
-        ["sleep", "30"], env={**env, "METASCHED_PLACEHOLDER": "ph-mine-not"}, start_new_session=True
-    )
-    dog = _Watchdog("ph-mine")
+    env = {**os.environ, "METASCHED_PLACEHOLDER": "ph-mine"}
+    orphan = subprocess.Popen(["sleep", "30"], env={**env, RUN_TAG_VAR: "run-1"}, start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "30"], env={**env, RUN_TAG_VAR: "run-10"}, start_new_session=True)
+    dog = _Watchdog("run-1")
     try:
         dog.close()
         assert orphan.wait(timeout=10) == -signal.SIGKILL

@@ -284,3 +284,25 @@ def test_a_group_commit_batch_is_bounded_by_the_work_it_holds(store: Store) -> N
     assert commits.batches[0] == (1, 1)
     assert commits.batches[1:] == [(2, 8), (1, 4), (1, 11), (2, 2), (1, 9), (1, 2)]
     assert all(w <= 10 or n == 1 for n, w in commits.batches)
+
+
+@pytest.mark.parametrize("content", ["", "\n", "short\n"])
+def test_metasched_server_refuses_to_start_with_an_empty_or_short_token_file(tmp_path: Path, content: str) -> None:
+    """``: > t; metasched server --token-file t`` started a server with authentication off: now one line,
+    exit status 2, and no server."""
+    import subprocess
+    import sys
+
+    token_file = tmp_path / "t"
+    token_file.write_text(content)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    out = subprocess.run(
+        [sys.executable, "-m", "metasched", "server", "--token-file", str(token_file), "--port", "1"],
+        env={**os.environ, "PYTHONPATH": src, "METASCHED_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: the bearer token") and str(token_file) in out.stderr
+    assert "Traceback" not in out.stderr and f"at least {MIN_TOKEN_CHARS}" in out.stderr

@@ -61,14 +61,19 @@ def server(
     import uvicorn
 
     from metasched.runtime.metaqueue.protocol import ensure_token, token_path
+    from metasched.runtime.metaqueue.secure import TokenError
     from metasched.runtime.metaqueue.service import create_app
     from metasched.runtime.metaqueue.store import Store, default_url
 
     _logging(verbose)
+    try:  # (before the database: an unusable token must stop the server, never switch auth off)
+        token = ensure_token(token_file)
+        # A read-only token for the dashboard page, next to the main one (shareable: it opens no protocol call).
+        dash_token = ensure_token((token_file or token_path()).with_name("dashboard-token"))
+    except TokenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     store = Store.open(db, lease_s=lease, policy=claim_policy(policy))
-    token = ensure_token(token_file)
-    # A read-only token for the dashboard page, next to the main one (shareable: it opens no protocol call).
-    dash_token = ensure_token((token_file or token_path()).with_name("dashboard-token"))
     typer.echo(
         f"metaqueue server on http://{host}:{port} db={db or default_url()} token={token_file or 'default'}; "
         f"dashboard: http://{host}:{port}/dashboard (token: {token_file or token_path()} or its dashboard-token)",
@@ -137,7 +142,13 @@ def placeholder(
         )
         transport = SshTransport(target, mode=ssh_mode)  # type: ignore[arg-type]
     elif server_url:
-        transport = HttpTransport(server_url, read_token(token_file))
+        from metasched.runtime.metaqueue.secure import TokenError
+
+        try:
+            transport = HttpTransport(server_url, read_token(token_file))
+        except TokenError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
     else:
         from metasched.runtime.metaqueue.store import Store
 

@@ -10,6 +10,13 @@ the geometric mean of the measured run times (run times are positive, their erro
 multiplicative); a (kind, site) without runs borrows the kind's estimate at another site times the
 two sites' median speed ratio over the runs of kinds both have run. ``error`` is the
 leave-one-out mean relative error |estimate - actual| / actual.
+
+Robust to outliers (a report may be wrong, or written by a hostile token holder): a run time that is
+not finite, not positive or longer than :data:`MAX_RUN_S` is impossible and ignored; of the rest, a
+(kind, site) learns only from runs within a factor :data:`OUTLIER_RATIO` of its runs' lower median.
+Invariant: when a (kind, site)'s real runs lie within a factor ``OUTLIER_RATIO`` of each other and
+outnumber the wrong ones, its estimate lies within the range of the real runs, however large or small
+the wrong ones (one poisoned report cannot make a kind "never fit" a placeholder again).
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ from pathlib import PurePath
 from metasched.model.estimate import Run, RuntimeEstimator
 
 _TRAILING_NUMBER = re.compile(r"[-_.]?\d+$")
+#: Longest plausible run (s): a year. Longer is an impossible report (no batch system runs a job that long).
+MAX_RUN_S = 366 * 86_400.0
+#: A run more than this factor away from its (kind, site)'s lower median is an outlier, not learned from.
+OUTLIER_RATIO = 100.0
 
 
 def job_kind(name: str | None, command: str) -> str:
@@ -56,14 +67,22 @@ class Estimates:
 
     def __init__(self, runs: Iterable[tuple[str, str, float]] = ()) -> None:
         self.learner = RuntimeEstimator()
+        #: Every plausible run time (s) per (kind, site), outliers included; ``logs``: the logs of those learned.
+        self.samples: dict[tuple[str, str], list[float]] = {}
         self.logs: dict[tuple[str, str], list[float]] = {}
         self._add(runs)
 
     def _add(self, runs: Iterable[tuple[str, str, float]]) -> None:
+        touched: set[tuple[str, str]] = set()
         for kind, site, run_s in runs:
-            if run_s > 0 and math.isfinite(run_s):
-                self.learner.observe(Run(kind, site, {}, float(run_s)))
-                self.logs.setdefault((kind, site), []).append(math.log(run_s))
+            if 0 < run_s <= MAX_RUN_S:  # (False for NaN)
+                self.samples.setdefault((kind, site), []).append(float(run_s))
+                touched.add((kind, site))
+        for key in touched:
+            learned = _inliers(self.samples[key])
+            self.learner.runs[key] = [Run(key[0], key[1], {}, x) for x in learned]
+            self.learner._fits.pop(key, None)
+            self.logs[key] = [math.log(x) for x in learned]
         self.sites = sorted({s for _, s in self.logs})
         self._cache: dict[tuple[str, str], float | None] = {}
 
@@ -79,12 +98,13 @@ class Estimates:
             runs={k: list(v) for k, v in old.runs.items()},
             _fits=dict(old._fits),
         )
+        out.samples = {k: list(v) for k, v in self.samples.items()}
         out.logs = {k: list(v) for k, v in self.logs.items()}
         out._add(runs)
         return out
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self.logs.values())
+        return sum(len(v) for v in self.samples.values())
 
     def estimate(self, kind: str, site: str) -> float | None:
         """Expected run time (s) of ``kind`` at ``site``; ``None`` when nothing is known."""
@@ -113,3 +133,13 @@ class Estimates:
                     err = sum(errs) / len(errs)
                 rows.append(KindSite(kind, site, len(logs), est, err, borrowed=not logs))
         return rows
+
+
+def _inliers(samples: list[float]) -> list[float]:
+    """The samples within a factor :data:`OUTLIER_RATIO` of their lower median (in their order).
+
+    The lower median: of two samples the smaller decides, so a single huge report next to one real run
+    is dropped (over-estimating a run keeps it off every placeholder; under-estimating costs one retry)."""
+    ordered = sorted(samples)
+    median = ordered[(len(ordered) - 1) // 2]
+    return [x for x in samples if median / OUTLIER_RATIO <= x <= median * OUTLIER_RATIO]

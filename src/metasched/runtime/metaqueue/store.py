@@ -64,6 +64,7 @@ from metasched.runtime.metaqueue.models import (
     SiteRow,
 )
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
+from metasched.runtime.metaqueue.secure import private_dir, private_file
 from metasched.runtime.metaqueue.statements import Statements, ids_params, json_value
 from metasched.runtime.metaqueue.states import BROKEN, JobState
 
@@ -95,12 +96,12 @@ HEAD_REVISION = "0003"
 
 
 def metasched_home() -> Path:
-    """``$METASCHED_HOME`` or ``~/.metasched`` (created on first use)."""
+    """``$METASCHED_HOME`` or ``~/.metasched`` (created 0700 on first use; see :func:`.secure.private_dir`)."""
     home = Path(os.environ.get("METASCHED_HOME") or Path.home() / ".metasched")
     if home.exists() and not home.is_dir():
         raise StoreError(f"METASCHED_HOME is not a directory, {home}")
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_dir(home)
     except OSError as exc:
         raise StoreError(f"cannot create METASCHED_HOME ({exc.strerror}), {home}") from None
     if not os.access(home, os.W_OK | os.X_OK):
@@ -247,7 +248,15 @@ class Store:
         parsed = make_url(url)
         if parsed.get_backend_name() == "sqlite":
             if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                # Jobs' commands and env: for the owner only. SQLite gives a new -wal / -shm the main file's mode.
+                db = Path(parsed.database)
+                try:
+                    private_dir(db.parent, warn=False)
+                    private_file(db)
+                    for side in ("-wal", "-shm"):
+                        private_file(db.with_name(db.name + side), create=False)
+                except OSError as exc:
+                    raise StoreError(f"cannot open the database, {db}: {exc.strerror or exc}") from None
             engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
             _sqlite_setup(engine)
         elif parsed.get_backend_name() == "postgresql":

@@ -41,6 +41,7 @@ import ctypes
 import logging
 import os
 import queue
+import secrets
 import select
 import shutil
 import signal
@@ -54,10 +55,12 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from metasched.policy.claim import FreeResources
-from metasched.runtime.metaqueue.protocol import Completion, Transport
+from metasched.runtime.metaqueue.protocol import MAX_REPORT, Completion, Transport
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
+from metasched.runtime.metaqueue.secure import private_dir
 from metasched.runtime.placeholder.spawn import Child, Spawner
 
 log = logging.getLogger("metasched.placeholder")
@@ -231,9 +234,20 @@ def _which(program: str, search: str) -> str | None:
     return _WHICH[key]
 
 
+#: The environment variable carrying an agent run's random tag into every job it starts (and their children).
+RUN_TAG_VAR = "METASCHED_PLACEHOLDER_RUN"
+
 _WATCHDOG_SCRIPT = """
 import os, signal, sys, time
-live, buf = set(), b""
+tag = b"\\0" + sys.argv[1].encode() + b"=" + sys.argv[2].encode() + b"\\0"
+def ours(pid):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return tag in b"\\0" + f.read()
+    except OSError:
+        return False
+pidfds = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+live, buf = {}, b""
 while True:
     chunk = os.read(0, 65536)
     if not chunk:
@@ -242,24 +256,41 @@ while True:
     *lines, buf = buf.split(b"\\n")
     for line in lines:
         op, pid = line.split()
-        (live.add if op == b"+" else live.discard)(int(pid))
+        pid = int(pid)
+        if op == b"-":
+            fd = live.pop(pid, None)
+            if fd is not None:
+                os.close(fd)
+            continue
+        if not pidfds:
+            live[pid] = None
+            continue
+        try:
+            fd = os.pidfd_open(pid)  # this very process from now on, whatever its pid becomes
+        except OSError:
+            continue  # ended and reaped already (then the agent said "-" too)
+        if ours(pid):  # checked after the pidfd is held: the pid cannot be somebody else's by now
+            live[pid] = fd
+        else:  # ended (a zombie shows no environment) or not ours: its stragglers are found by the tag below
+            os.close(fd)
     time.sleep(0.05)  # wake at most 20 times a second, however fast jobs start
-for pid in live:
+for pid, fd in live.items():
     try:
+        # Only while the group leader we listed is unreaped (alive or a zombie) is its pid surely still
+        # the id of OUR process group; otherwise the tag scan below finds what is left of the group.
+        if fd is not None:
+            signal.pidfd_send_signal(fd, 0)
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-# Then every process still carrying this placeholder's id in its environment: a job the agent spawned but
-# died before listing, and descendants that left their process group. Twice, for forks racing the first pass.
-tag = b"\\0METASCHED_PLACEHOLDER=" + sys.argv[1].encode() + b"\\0"
+# Then every process carrying this agent run's tag: a job the agent spawned but died before listing, and
+# descendants that left their process group. The tag is random per agent run: never a name two runs share.
+# Twice, for forks racing the first pass.
 for _ in range(2):
     for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != os.getpid():
+        if d.isdigit() and int(d) != os.getpid() and ours(int(d)):
             try:
-                with open("/proc/" + d + "/environ", "rb") as f:
-                    env = b"\\0" + f.read()
-                if tag in env:
-                    os.kill(int(d), signal.SIGKILL)
+                os.kill(int(d), signal.SIGKILL)
             except OSError:
                 pass
     time.sleep(0.05)
@@ -267,19 +298,26 @@ for _ in range(2):
 
 
 class _Watchdog:
-    """A small helper process that kills the agent's running jobs (their process groups) when the agent dies.
+    """A small helper process that kills the agent's running jobs when the agent dies, and nothing else.
 
     It reads ``+ PID`` / ``- PID`` lines on a pipe; the pipe ends (EOF) when the agent exits for any
     reason, ``kill -9`` included, and it then kills every process group still listed. This replaces a
     parent-death signal per job (``setpriv --pdeathsig``: one more exec per job) and also reaches the
-    jobs' own children. Then it kills every process whose environment carries this placeholder's
-    ``METASCHED_PLACEHOLDER``: that closes the window in which the agent dies after spawning a job but
-    before listing it, and reaches descendants that left the job's process group.
+    jobs' own children.
+
+    What it kills is what this agent run started, never a name: each job carries ``tag`` (a random
+    string made per agent run, :data:`RUN_TAG_VAR` in its environment). A listed pid is held by a pidfd
+    and kept only if that process carries the tag; its group is killed only while that very leader is
+    unreaped (so its pid cannot have been reused). Then every process carrying the tag is killed: that
+    closes the window in which the agent dies after spawning a job but before listing it, and reaches
+    descendants that left the job's process group. Two placeholders with one id (``metasched demo`` run
+    twice on one machine) have different tags and never touch each other's jobs.
     """
 
-    def __init__(self, placeholder_id: str) -> None:
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
         self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _WATCHDOG_SCRIPT, placeholder_id],
+            [sys.executable, "-S", "-c", _WATCHDOG_SCRIPT, RUN_TAG_VAR, tag],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -308,6 +346,11 @@ class _Watchdog:
                 self.proc.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+
+def _private_out(path: str) -> BinaryIO:
+    """``path`` opened for writing, truncated, created 0600 (a job's output is its owner's only)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb")
 
 
 @dataclass(slots=True)
@@ -416,6 +459,8 @@ class Agent:
         self._poll = select.poll() if hasattr(os, "pidfd_open") and hasattr(select, "poll") else None
         self._pidfds: dict[int, int] = {}
         self._watchdog: _Watchdog | None = None
+        #: Random per agent run, in every job's environment: what the watchdog kills carries it (never a name).
+        self.run_tag = secrets.token_hex(16)
         self.pending: list[Completion] = []
         #: Completions of jobs killed by a signal we did not send, held back ``SIGNAL_GRACE_S`` (see _collect).
         self.held: list[tuple[float, Completion]] = []
@@ -429,6 +474,9 @@ class Agent:
         #: After a failed report or claim: not before ``_retry_at``; the back-off doubles up to 1 s.
         self._retry_at = 0.0
         self._backoff = self.BACKOFF_S[0]
+        #: When the reports / claims began failing without a success since (``None``: they work). After
+        #: ``give_up_s`` of that (a server answering 5xx to every report, say) the agent leaves.
+        self._failing_since: float | None = None
         self.jobs_run = 0
         self.prefetch = prefetch
         self.prefetch_s = prefetch_s
@@ -455,7 +503,7 @@ class Agent:
 
     def _start(self, job: ClaimedJob) -> None:
         if not self._log_dir_made:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.log_dir)  # 0700: a job's output is its owner's
             self._log_dir_made = True
         out = f"{self._log_prefix}{job.job_id}.{job.attempt}.out"
         err = f"{self._log_prefix}{job.job_id}.{job.attempt}.err"
@@ -464,6 +512,7 @@ class Agent:
             "METASCHED_JOB_NAME": job.name or "",
             "METASCHED_ATTEMPT": str(job.attempt),
             "METASCHED_PLACEHOLDER": self.id,
+            RUN_TAG_VAR: self.run_tag,
             "METASCHED_SITE": self.site,
         }
         now = time.time()
@@ -477,7 +526,7 @@ class Agent:
                 except OSError:
                     if self.log_dir.is_dir():
                         raise
-                    self.log_dir.mkdir(parents=True, exist_ok=True)  # removed under us: once more
+                    private_dir(self.log_dir)  # removed under us: once more
                     proc = self._spawner.spawn(argv, extra, job.cwd or None, out, err)
             except OSError as exc:
                 self._cannot_start(job, exc, now, out, err)
@@ -488,7 +537,7 @@ class Agent:
         env.update(job.env)
         env.update(ours)
         try:
-            with open(out, "wb") as fo, open(err, "wb") as fe:
+            with _private_out(out) as fo, _private_out(err) as fe:
                 if self._watchdog is not None:
                     argv, needs_preexec = shell_argv(job.command, env), False
                 else:
@@ -512,8 +561,9 @@ class Agent:
         """Bad cwd, missing program, ...: the job fails (exit 127, the reason in its stderr file); we go on."""
         self._log_dir_made = False  # (in case the log directory is what vanished)
         with contextlib.suppress(OSError):
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            Path(err).write_text(f"metasched: cannot start job: {start_failure_reason(job.cwd, exc)}\n")
+            private_dir(self.log_dir)
+            with _private_out(err) as fe:
+                fe.write(f"metasched: cannot start job: {start_failure_reason(job.cwd, exc)}\n".encode())
         self.pending.append(Completion(job.job_id, job.attempt, 127, now, time.time(), out, err))
 
     def _started(self, job: ClaimedJob, proc: subprocess.Popen[bytes] | Child, now: float, out: str, err: str) -> None:
@@ -654,8 +704,9 @@ class Agent:
         assert self._inflight is None
         if not self.pending and not self.to_release:
             return
-        results, release = self.pending, self.to_release
-        self.pending, self.to_release = [], []
+        # At most MAX_REPORT of each per report (the server refuses more); the rest goes with the next one.
+        results, release = self.pending[:MAX_REPORT], self.to_release[:MAX_REPORT]
+        self.pending, self.to_release = self.pending[MAX_REPORT:], self.to_release[MAX_REPORT:]
         sent_at = time.time()
         whole = self._whole(free) if free else None
 
@@ -692,7 +743,7 @@ class Agent:
             self.to_release[:0] = sent.release
             self._failed()
             return None
-        self._backoff = self.BACKOFF_S[0]
+        self._succeeded()
         for c, ok in zip(sent.results, accepted, strict=True):
             if ok:
                 self.jobs_run += 1
@@ -716,15 +767,22 @@ class Agent:
             log.warning("claim failed, will retry in %.2f s: %s", self._backoff, exc)
             self._failed()
             return None
-        self._backoff = self.BACKOFF_S[0]
+        self._succeeded()
         self.last_contact = time.time()
         self._thin = len(res.jobs) < free.cpus + ahead
         self._take(res, sent_at)
         return res
 
     def _failed(self) -> None:
-        self._retry_at = time.time() + self._backoff
+        now = time.time()
+        self._retry_at = now + self._backoff
         self._backoff = min(self.BACKOFF_S[1], self._backoff * 2)
+        if self._failing_since is None:
+            self._failing_since = now
+
+    def _succeeded(self) -> None:
+        self._backoff = self.BACKOFF_S[0]
+        self._failing_since = None
 
     def _whole(self, free: FreeResources) -> FreeResources:
         return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
@@ -816,7 +874,7 @@ class Agent:
         host = socket.gethostname()
         if self._watchdog is None:
             try:
-                self._watchdog = _Watchdog(self.id)
+                self._watchdog = _Watchdog(self.run_tag)
             except OSError as exc:
                 log.warning("no watchdog process (%s): jobs get a parent-death signal instead", exc)
         if self._spawner is None and Spawner.available():
@@ -833,6 +891,9 @@ class Agent:
             self._reporter = ThreadPoolExecutor(1, thread_name_prefix=f"report-{self.id}")
         try:
             return self._serve(host)
+        except PermissionError as exc:  # refused (4xx: wrong token, a body it will not take): no retry helps
+            log.error("placeholder %s leaves: %s", self.id, exc)
+            return "failed"
         finally:
             with contextlib.suppress(Exception):
                 self._drain()
@@ -880,6 +941,17 @@ class Agent:
             self._collect(0)
             if not self.runs and now - self.last_contact > self.give_up_s:
                 log.error("metaqueue unreachable for %.0f s, leaving", now - self.last_contact)
+                state = "failed"
+                break
+            if self._failing_since is not None and now - self._failing_since > self.give_up_s:
+                # Heartbeats may get through while every report fails (a server error on it): leave rather
+                # than retry for ever; our jobs are killed and, their leases ended, run again elsewhere.
+                log.error(
+                    "placeholder %s leaves: reports and claims failed for %.0f s (%d completions unreported)",
+                    self.id,
+                    now - self._failing_since,
+                    len(self.pending),
+                )
                 state = "failed"
                 break
             remaining = self.remaining_s(now)

@@ -9,7 +9,7 @@ called through :mod:`ctypes`: ``posix_spawn_file_actions_addchdir_np`` (glibc >=
 :func:`Spawner.available` says whether this works here; the agent falls back to ``Popen`` if not.
 
 What the child gets, as with the ``Popen`` call it replaces: stdin ``/dev/null``, stdout and stderr
-truncated to the given files (created 0666 & umask), the job's working directory, the given
+truncated to the given files (created 0600: a job's output is its owner's only), the job's working directory, the given
 environment, a new session (own process group: ``killpg`` reaches the job and its children), and
 ``SIGPIPE`` / ``SIGXFSZ`` back to their default action (Python ignores them; ``Popen``'s
 ``restore_signals``). Descriptors: only 0, 1 and 2 are meant to reach the job. Python opens every
@@ -122,8 +122,8 @@ class Spawner:
         try:
             if (
                 lib.posix_spawn_file_actions_addopen(actions, 0, b"/dev/null", os.O_RDONLY, 0)
-                or lib.posix_spawn_file_actions_addopen(actions, 1, os.fsencode(stdout), _OUT_FLAGS, 0o666)
-                or lib.posix_spawn_file_actions_addopen(actions, 2, os.fsencode(stderr), _OUT_FLAGS, 0o666)
+                or lib.posix_spawn_file_actions_addopen(actions, 1, os.fsencode(stdout), _OUT_FLAGS, 0o600)
+                or lib.posix_spawn_file_actions_addopen(actions, 2, os.fsencode(stderr), _OUT_FLAGS, 0o600)
                 # last: the output paths are the placeholder's, relative or not
                 or (cwd and lib.posix_spawn_file_actions_addchdir_np(actions, os.fsencode(cwd)))
             ):
