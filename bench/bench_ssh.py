@@ -169,7 +169,7 @@ def bench_adapter(tb: dict[str, Any], n: int, conf: str) -> dict[str, Any]:
 @contextmanager
 def metaqueue_server(jobs: int) -> Iterator[tuple[str, str, str]]:
     """(url, token, kind): the real server if this checkout has it, else a stand-in answering WAIT at once."""
-    token = "bench-token"
+    token = "bench-token-0123456789"
     try:
         import uvicorn  # noqa: F401
 

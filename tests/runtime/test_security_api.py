@@ -306,3 +306,37 @@ def test_metasched_server_refuses_to_start_with_an_empty_or_short_token_file(tmp
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("error: the bearer token") and str(token_file) in out.stderr
     assert "Traceback" not in out.stderr and f"at least {MIN_TOKEN_CHARS}" in out.stderr
+
+
+def test_what_the_database_cannot_hold_is_422_on_every_backend(db_url: str) -> None:
+    """Longer ids than the columns, ids beyond their integers: 422 on SQLite and PostgreSQL (which would
+    raise, i.e. 500), and names at the bound work."""
+    store = Store.open(db_url, lease_s=30)
+    try:
+        with TestClient(create_app(store, TOKEN), raise_server_exceptions=False) as client:
+            long, ok = "p" * 101, "p" * 100
+            assert client.post("/v1/hello", json={"placeholder_id": long, "site": "s"}, headers=GOOD).status_code == 422
+            assert (
+                client.post("/v1/hello", json={"placeholder_id": ok, "site": "s" * 100}, headers=GOOD).status_code
+                == 200
+            )
+            body = {"placeholder_id": ok, "site": "s", "limit": 1}
+            assert client.post("/v1/claim", json={**body, "site": "s" * 101}, headers=GOOD).status_code == 422
+            assert client.post("/v1/claim", json=body, headers=GOOD).status_code == 200
+            hb = {"placeholder_id": ok, "holding": [[2**40, 1]]}
+            assert client.post("/v1/heartbeat", json=hb, headers=GOOD).status_code == 422
+            hb = {"placeholder_id": ok, "holding": [[2**31 - 1, 2**31 - 1]]}
+            assert client.post("/v1/heartbeat", json=hb, headers=GOOD).status_code == 200
+    finally:
+        store.close()
+
+
+def test_a_token_file_others_can_read_is_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    path.chmod(0o644)
+    with caplog.at_level(logging.WARNING, logger="metasched.secure"):
+        assert read_token(path) == TOKEN
+    assert f"chmod 600 {path}" in caplog.text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.client
 import json
+import logging
 import os
 import secrets
 import time
@@ -398,9 +399,15 @@ def ensure_token(path: Path | None = None) -> str:
 def _read_token_file(path: Path) -> str:
     try:
         text = path.read_text()
+        mode = path.stat().st_mode
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenError(f"cannot read the bearer token, {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return check_token(text.strip(), f"in {path}")
+    token = check_token(text.strip(), f"in {path}")
+    if mode & 0o077:
+        logging.getLogger("metasched.secure").warning(
+            "the bearer token %s is readable by other users (mode %04o): `chmod 600 %s`", path, mode & 0o777, path
+        )
+    return token
 
 
 def read_token(path: str | Path | None = None) -> str:

@@ -45,12 +45,13 @@ _BEARER = HTTPBearer(auto_error=False)
 MAX_BODY_BYTES = 16 << 20
 #: A reported instant may be this far ahead of the server's clock (clock skew between hosts), no more.
 FUTURE_SLACK_S = 86_400.0
-#: Largest id, name or host string in a body; largest path.
-MAX_NAME = 256
+#: Longest placeholder id or site name, and host, in a body (the database's columns); longest path.
+MAX_NAME = 100
+MAX_HOST = 200
 MAX_PATH = 4096
-#: Bounds of counts (cpus, MB) and of ids and attempts: what the database's integers hold.
+#: Bounds of counts (cpus, MB), job ids and attempts: what the database's (32-bit) integers hold.
 MAX_COUNT = 2**31 - 1
-MAX_ID = 2**63 - 1
+MAX_ID = 2**31 - 1
 #: Exit codes as placeholders report them: 0-255, or minus the signal number that killed the job.
 MIN_EXIT, MAX_EXIT = -128, 255
 
@@ -78,7 +79,7 @@ def _not_future(at: float, what: str) -> None:
 class Hello(Body):
     placeholder_id: Name
     site: Name
-    host: str = Field("", max_length=MAX_NAME)
+    host: str = Field("", max_length=MAX_HOST)
 
 
 class ClaimRequest(Body):
