@@ -257,7 +257,7 @@ def test_every_route_bounds_its_body(store: Store, path: str) -> None:
         # Without a Content-Length (chunked): counted as it arrives.
         def chunks() -> Any:
             yield b'{"placeholder_id": "p", "site": "s"'
-            for _ in range(17):
+            for _ in range(5):
                 yield b" " * (1 << 20)
             yield b"}"
 
@@ -340,3 +340,20 @@ def test_a_token_file_others_can_read_is_reported(tmp_path: Path, caplog: pytest
     with caplog.at_level(logging.WARNING, logger="metasched.secure"):
         assert read_token(path) == TOKEN
     assert f"chmod 600 {path}" in caplog.text
+
+
+def test_the_largest_legitimate_report_fits_the_body_bound(store: Store) -> None:
+    """MAX_REPORT completions with paths of MAX_PATH characters each: accepted (the bounds agree); a longer
+    path is left out of the placeholder's report rather than getting the whole report refused."""
+    from metasched.runtime.metaqueue.protocol import MAX_PATH, Completion, _result
+
+    now = time.time()
+    path = "/" + "l" * (MAX_PATH - 1)
+    one = Completion(1, 1, -9, now - 1, now, path, path)
+    body = json.dumps({"placeholder_id": "p" * 100, "results": [_result(one)] * MAX_REPORT}).encode()
+    assert len(body) <= MAX_BODY_BYTES
+    with TestClient(create_app(store, TOKEN)) as client:
+        r = client.post("/v1/complete", content=body, headers={**GOOD, "Content-Type": "application/json"})
+        assert r.status_code == 200, r.text
+    longer = _result(Completion(1, 1, 0, now - 1, now, path + "x", None))
+    assert longer["stdout_path"] is None

@@ -36,6 +36,8 @@ R = TypeVar("R")
 MAX_REPORT = 1000
 #: Most ``(job_id, attempt)`` pairs in a heartbeat's ``holding`` (and ``fenced``).
 MAX_HOLDING = 100_000
+#: Longest log path a report carries (a longer one is left out of the report, not refused).
+MAX_PATH = 1024
 
 
 class ServerError(ConnectionError):
@@ -375,9 +377,13 @@ def _result(r: Completion) -> dict[str, Any]:
         "exit_code": r.exit_code,
         "start_at": r.start_at,
         "end_at": r.end_at,
-        "stdout_path": r.stdout_path,
-        "stderr_path": r.stderr_path,
+        "stdout_path": _path(r.stdout_path),
+        "stderr_path": _path(r.stderr_path),
     }
+
+
+def _path(path: str | None) -> str | None:
+    return path if path is None or len(path) <= MAX_PATH else None
 
 
 def token_path() -> Path:
