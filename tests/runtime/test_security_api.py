@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from metasched.runtime.metaqueue.protocol import MAX_HOLDING, MAX_REPORT, ensure_token, read_token
 from metasched.runtime.metaqueue.secure import MIN_TOKEN_CHARS, TokenError, bearer_credentials, write_private
@@ -357,3 +359,53 @@ def test_the_largest_legitimate_report_fits_the_body_bound(store: Store) -> None
         assert r.status_code == 200, r.text
     longer = _result(Completion(1, 1, 0, now - 1, now, path + "x", None))
     assert longer["stdout_path"] is None
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e308, -1e308, 0.0, -0.0, 2**31, 2**63])
+    | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = [
+    "placeholder_id", "site", "host", "cpus", "mem_mb", "remaining_s", "limit", "ahead", "whole_cpus",
+    "whole_mem_mb", "holding", "fenced", "results", "release", "claim", "state", "job_id", "attempt",
+    "exit_code", "start_at", "end_at", "stdout_path",
+]  # fmt: skip
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    path=st.sampled_from(["/v1/hello", "/v1/claim", "/v1/heartbeat", "/v1/complete", "/v1/bye"]),
+    body=st.one_of(
+        _JSON,
+        st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=6),
+        st.fixed_dictionaries(
+            {
+                "placeholder_id": st.text(max_size=5),
+                "results": st.lists(st.dictionaries(st.sampled_from(_FIELDS), _JSON)),
+            }
+        ),
+    ),
+    raw=st.one_of(st.none(), st.binary(max_size=64)),
+)
+def test_no_body_gets_a_500(fuzz_client: TestClient, path: str, body: Any, raw: bytes | None) -> None:
+    """Whatever the body (any JSON, protocol keys with any values, or bytes), the answer is 200 or a 4xx
+    with a JSON error: never a 500, never a traceback."""
+    content = raw if raw is not None else json.dumps(body).encode()
+    r = fuzz_client.post(path, content=content, headers={**GOOD, "Content-Type": "application/json"})
+    assert r.status_code in (200, 413, 422), (path, content[:200], r.status_code, r.text[:300])
+    assert isinstance(r.json(), dict)
+
+
+@pytest.fixture(scope="module")
+def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'q.db'}", lease_s=30)
+    store.submit([JobSpec("true", name=f"j-{i}") for i in range(20)])
+    with TestClient(create_app(store, TOKEN), raise_server_exceptions=False) as client:
+        yield client
+    store.close()
