@@ -148,3 +148,14 @@ def test_empty_trace_cannot_be_simulated_one_line(tmp_path: Path, capsys: pytest
     empty.write_text("; MaxProcs: 8\n")
     code, _, err = _cli(["simulate", "--trace", str(empty), "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "no job" in _one_error_line(err)
+
+
+def test_subclasses_of_the_store_error_are_bad_input_not_bugs() -> None:
+    """A TokenError (a StoreError subclass: an empty or short token file) is the user's error: one
+    line and status 2, not 'internal error' (the boundary matched the exact class name before)."""
+    from metasched.cli.errors import describe
+    from metasched.runtime.metaqueue.secure import TokenError
+    from metasched.runtime.metaqueue.store import StoreError
+
+    assert describe(StoreError("no such job, 42")) == "no such job, 42"
+    assert describe(TokenError("token too short, /x/token")) == "token too short, /x/token"

@@ -64,7 +64,9 @@ def describe(exc: BaseException) -> str | None:
         return str(exc).splitlines()[0]
     mod = type(exc).__module__
     name = type(exc).__name__
-    if name == "StoreError" and mod.startswith("metasched."):
+    # The store's errors (and their subclasses, e.g. TokenError) are the user's, by their class:
+    # matched by name so that this module does not import the store (SQLAlchemy) to recognise them.
+    if any(c.__name__ == "StoreError" and c.__module__.startswith("metasched.") for c in type(exc).__mro__):
         return str(exc)
     if isinstance(exc, OSError) and not isinstance(exc, ConnectionError | TimeoutError):
         return _oserror(exc)
