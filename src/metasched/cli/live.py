@@ -94,7 +94,14 @@ def placeholder(
     server_url: Annotated[str | None, typer.Option("--server", help="Metaqueue server URL.")] = None,
     db: Annotated[str | None, typer.Option(help="Talk to this database directly instead of a server.")] = None,
     placeholder_id: Annotated[str | None, typer.Option("--id", help="Placeholder id (default: host-pid-time).")] = None,
-    cpus: Annotated[int, typer.Option(help="CPUs this placeholder holds.")] = 1,
+    cpus: Annotated[int, typer.Option(help="CPUs this placeholder holds (on each node).")] = 1,
+    nodes: Annotated[int, typer.Option(help="Nodes this placeholder holds (one parallel job at a time if > 1).")] = 1,
+    launcher: Annotated[
+        str | None,
+        typer.Option(
+            help="How parallel jobs start: a template with {tasks} {nodes} {cpus} {hostfile} (default mpirun)."
+        ),
+    ] = None,
     mem: Annotated[int, typer.Option(help="Memory (MB) this placeholder holds, 0 = unchecked.")] = 0,
     wall_time: Annotated[float | None, typer.Option(help="Wall time (s) of the batch job holding us.")] = None,
     lease: Annotated[float, typer.Option(help="Lease (s), as configured on the server.")] = 60.0,
@@ -153,11 +160,20 @@ def placeholder(
         from metasched.runtime.metaqueue.store import Store
 
         transport = StoreTransport(Store.open(db, lease_s=lease, policy=claim_policy(policy)))
+    from metasched.runtime.placeholder.launcher import Launcher, LauncherError
+
+    try:
+        Launcher(launcher or "mpirun")
+    except LauncherError as exc:
+        typer.echo(f"error: {exc}, --launcher", err=True)
+        raise typer.Exit(2) from None
     agent = Agent(
         transport,
         site=site,
         placeholder_id=placeholder_id,
         cpus=cpus,
+        nodes=nodes,
+        launcher=launcher,
         mem_mb=mem,
         wall_time_s=wall_time,
         lease_s=lease,

@@ -59,6 +59,9 @@ LIVE_KEYS: tuple[str, ...] = (
     "metaqueue_ssh",
     "tunnel_port",
     "stage_root",
+    "nodes",
+    "launcher",
+    "pe",
 )
 #: Keys of a site table the simulator reads (``licences`` is read by both drivers).
 SIM_KEYS: tuple[str, ...] = ("procs", "machines", "speed", "scheduler", "order", "licences")
@@ -103,6 +106,9 @@ class SiteTable(BaseModel):
     metaqueue_ssh: Any = Field(default=None, description="live side (metasched sites run)")
     tunnel_port: Any = Field(default=None, description="live side (metasched sites run)")
     stage_root: Any = Field(default=None, description="live side (metasched sites run)")
+    nodes: Any = Field(default=None, description="live side: nodes per placeholder, cpus on each (parallel jobs)")
+    launcher: Any = Field(default=None, description="live side: how parallel jobs start (srun, mpirun ...)")
+    pe: Any = Field(default=None, description="live side: Grid Engine parallel environment (default smp)")
 
     @field_validator("scheduler")
     @classmethod

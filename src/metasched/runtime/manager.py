@@ -19,6 +19,10 @@ Sites come from a TOML file::
     increase_below = "30s"     # Trellis thresholds on the queue wait
     reduce_above = "5m"
     licences = { matlab = 2 }
+    nodes = 1                  # per placeholder (cpus on each): sized for parallel jobs (issue 36)
+    launcher = "mpirun -np {tasks} --hostfile {hostfile}"   # how parallel jobs start (default: srun
+                               # under Slurm, this mpirun elsewhere); fields: runtime/placeholder/launcher.py
+    # pe = "mpi"               # Grid Engine only: the parallel environment (default smp)
 
 With no file, one ``local`` site sized to this machine.
 
@@ -71,6 +75,7 @@ from metasched.runtime.batch import REGISTRY, BatchAdapter, BatchError, Placehol
 from metasched.runtime.metaqueue.states import PlaceholderState
 from metasched.runtime.metaqueue.store import Store, StoreError, metasched_home
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb
+from metasched.runtime.placeholder.launcher import DEFAULT_LAUNCHER, Launcher, LauncherError
 from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner, SiteUnreachable
 from metasched.runtime.remote.ssh import SshRunner, SshTarget
 from metasched.runtime.remote.staging import (
@@ -116,6 +121,11 @@ class SiteConfig:
     metaqueue_ssh: dict[str, Any] = field(default_factory=dict)
     tunnel_port: int | None = None
     stage_root: str | None = None
+    #: Parallel jobs (issue 36): nodes per placeholder (``cpus`` on each), the launcher template (``None``:
+    #: the adapter's, srun or mpirun) and the Grid Engine parallel environment (``None``: smp).
+    nodes: int = 1
+    launcher: str | None = None
+    pe: str | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -157,7 +167,19 @@ class SiteConfig:
             metaqueue_ssh=dict(raw.get("metaqueue_ssh") or {}),
             tunnel_port=None if raw.get("tunnel_port") is None else int(raw["tunnel_port"]),
             stage_root=None if raw.get("stage_root") is None else str(raw["stage_root"]),
+            nodes=int(raw.get("nodes", 1)),
+            launcher=None if raw.get("launcher") is None else str(raw["launcher"]),
+            pe=None if raw.get("pe") is None else str(raw["pe"]),
         )
+        if cfg.nodes < 1 or cfg.cpus < 1:
+            raise StoreError(f"site {name!r}: cpus and nodes must be >= 1")
+        if cfg.launcher is not None:
+            try:
+                Launcher(cfg.launcher)
+            except LauncherError as exc:
+                raise StoreError(f"site {name!r}: {exc}") from None
+        if cfg.pe is not None and adapter != "gridengine":
+            raise StoreError(f"site {name!r}: pe (a Grid Engine parallel environment) needs adapter 'gridengine'")
         if not 0 <= cfg.lower <= cfg.limit or cfg.limit < 1:
             raise StoreError(f"site {name!r}: need 0 <= lower <= limit and limit >= 1")
         if "ssh" in raw:
@@ -433,6 +455,8 @@ class SiteManager:
                 setup=cfg.setup,
                 runner=runner,
             )
+            if cfg.pe is not None:
+                adapter.pe = cfg.pe  # type: ignore[attr-defined]
             throttle = TrellisThrottle(increase_below_s=cfg.increase_below_s, reduce_above_s=cfg.reduce_above_s)
             target = max(cfg.lower, min(cfg.limit, cfg.initial))
             self.sites.append(_Site(cfg, adapter, throttle, target, runner))
@@ -475,6 +499,11 @@ class SiteManager:
             cmd += ["--db", self.db_url or ""]
         if cfg.wall_time_s:
             cmd += ["--wall-time", str(cfg.wall_time_s)]
+        if cfg.nodes > 1:
+            cmd += ["--nodes", str(cfg.nodes)]
+        launcher = cfg.launcher or REGISTRY[cfg.adapter].LAUNCHER
+        if launcher != DEFAULT_LAUNCHER:
+            cmd += ["--launcher", launcher]
         if cfg.mem_mb:
             cmd += ["--mem", str(cfg.mem_mb)]
         return cmd
@@ -666,7 +695,13 @@ class SiteManager:
             pid = f"{cfg.name}-{uuid.uuid4().hex[:10]}"
             specs.append(
                 PlaceholderSpec(
-                    pid, self.placeholder_command(cfg, pid), cfg.cpus, cfg.mem_mb, cfg.wall_time_s, self._env(cfg)
+                    pid,
+                    self.placeholder_command(cfg, pid),
+                    cfg.cpus,
+                    cfg.mem_mb,
+                    cfg.wall_time_s,
+                    self._env(cfg),
+                    nodes=cfg.nodes,
                 )
             )
         for spec, outcome in zip(specs, self._submit_all(site, specs), strict=True):

@@ -18,6 +18,7 @@ from metasched.policy.claim.base import (
     SiteSlots,
     estimate_at,
     fits,
+    fits_shape,
 )
 from metasched.policy.claim.completion_time import CompletionTimeClaim
 from metasched.policy.claim.efficacy import EfficacyClaim
@@ -62,4 +63,5 @@ __all__ = [
     "SiteSlots",
     "estimate_at",
     "fits",
+    "fits_shape",
 ]

@@ -37,13 +37,17 @@ class FreeResources:
 
     ``remaining_s`` is the placeholder's remaining wall time (``None`` = unbounded);
     ``licences`` are the licences the site can still hand out (a licence the site does not list
-    is not available there).
+    is not available there). ``nodes``: the placeholder's nodes free for one job (a placeholder of
+    several nodes is one job's allocation, so 0 while it runs one); ``node_cpus``: cpus per node
+    (``None``: no per-node bound beyond ``cpus``). See :func:`fits_shape`.
     """
 
     cpus: int
     mem_mb: int = 0
     remaining_s: float | None = None
     licences: Mapping[str, int] = field(default_factory=dict)
+    nodes: int = 1
+    node_cpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,8 @@ class ClaimPolicy(ABC):
     """Chooses the ready jobs handed to one placeholder.
 
     Invariant every implementation keeps: the chosen jobs fit together in ``free`` (sum of
-    cpus <= ``free.cpus``; sum of memory <= ``free.mem_mb`` when that is > 0; each licence within
+    cpus <= ``free.cpus``; each job's shape fits, :func:`fits_shape`; sum of memory <=
+    ``free.mem_mb`` when that is > 0; each licence within
     ``free.licences``), no job whose estimate exceeds ``free.remaining_s`` is chosen, at most
     ``limit`` jobs are chosen, and every chosen id is in ``ready``.
     """
@@ -142,13 +147,45 @@ def mem_budget(free: FreeResources) -> int | None:
     return free.mem_mb if free.mem_mb > 0 else None
 
 
-def fits(job: Job, cpus: int, mem_mb: int | None, remaining_s: float | None, licences: Mapping[str, int]) -> bool:
+def fits_shape(job: Job, nodes: int = 1, node_cpus: int | None = None) -> bool:
+    """Whether a parallel job's shape fits a placeholder with ``nodes`` free nodes of ``node_cpus`` cpus each.
+
+    A job's shape is in ``attrs`` (the store puts it there for parallel jobs only): ``nodes`` (K,
+    default 1), ``tasks`` (T, default 1) and ``cpus_per_task`` (C, default ``requested_procs``); its
+    ``requested_procs`` is T x C. Invariant: a job is never handed to a placeholder with fewer than K
+    free nodes, nor one whose nodes are too small for the busiest of its K nodes: the launcher spreads
+    the T tasks evenly, so one node holds ceil(T / K) tasks of C cpus. ``node_cpus`` ``None``: no
+    per-node bound (a one-node placeholder, whose ``cpus`` bound is the same thing).
+    """
+    want_nodes = int(job.attrs.get("nodes", 1))
+    if want_nodes > nodes:
+        return False
+    if node_cpus is None:
+        return True
+    tasks = int(job.attrs.get("tasks", 1))
+    per_task = int(job.attrs.get("cpus_per_task", job.requested_procs))
+    return -(-tasks // want_nodes) * per_task <= node_cpus
+
+
+def fits(
+    job: Job,
+    cpus: int,
+    mem_mb: int | None,
+    remaining_s: float | None,
+    licences: Mapping[str, int],
+    *,
+    nodes: int = 1,
+    node_cpus: int | None = None,
+) -> bool:
     """Whether ``job`` fits in the given free resources (helper shared by claim policies).
 
     ``mem_mb`` is the memory still available, ``None`` for no limit (see :func:`mem_budget`): a
-    budget used up to 0 admits only jobs that need no memory.
+    budget used up to 0 admits only jobs that need no memory. ``nodes``/``node_cpus``: the
+    placeholder's shape (:func:`fits_shape`).
     """
     if job.requested_procs > cpus:
+        return False
+    if not fits_shape(job, nodes, node_cpus):
         return False
     need_mem = int(job.attrs.get("mem_mb", 0) or 0)
     if mem_mb is not None and need_mem > mem_mb:
@@ -185,6 +222,7 @@ class SlotBoard:
         for i in range(max(1, min(limit, free.cpus))):
             heapq.heappush(mine, (now, 0, seq + i))
         self.cpus = free.cpus
+        self.nodes, self.node_cpus = free.nodes, free.node_cpus
         self.mem_mb = mem_budget(free)
         self.remaining_s = free.remaining_s
         self.licences = dict(free.licences)
@@ -197,7 +235,8 @@ class SlotBoard:
         return bool(heap) and heap[0][1] == 0 and self.cpus > 0 and len(self.chosen) < self.limit
 
     def fits_asker(self, job: Job) -> bool:
-        return fits(job, self.cpus, self.mem_mb, self.remaining_s, self.licences)
+        nodes, node_cpus = self.nodes, self.node_cpus
+        return fits(job, self.cpus, self.mem_mb, self.remaining_s, self.licences, nodes=nodes, node_cpus=node_cpus)
 
     def earliest(self, site: str) -> tuple[float, bool] | None:
         """``(instant, is the asker)`` of the site's first free slot, or ``None`` (no placeholder)."""

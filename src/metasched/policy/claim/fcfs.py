@@ -42,7 +42,7 @@ def first_fit(ordered: Sequence[Job], free: FreeResources, limit: int) -> list[i
     for job in ordered:
         if len(chosen) >= limit or cpus <= 0:
             break
-        if not fits(job, cpus, mem, free.remaining_s, lic):
+        if not fits(job, cpus, mem, free.remaining_s, lic, nodes=free.nodes, node_cpus=free.node_cpus):
             continue
         chosen.append(job.job_id)
         cpus -= job.requested_procs

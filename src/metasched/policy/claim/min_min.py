@@ -62,7 +62,11 @@ class MinMinClaim(ClaimPolicy):
         jobs = sorted(ready, key=_ARRIVAL)
         mem = mem_budget(free)
         if len(machines) == n_asker:  # nobody else: only the jobs that fit the asker can be mapped
-            jobs = [j for j in jobs if fits(j, free.cpus, mem, free.remaining_s, free.licences)]
+            jobs = [
+                j
+                for j in jobs
+                if fits(j, free.cpus, mem, free.remaining_s, free.licences, nodes=free.nodes, node_cpus=free.node_cpus)
+            ]
             if not jobs:
                 return []
         names = sorted(set(machines))
@@ -82,10 +86,17 @@ class MinMinClaim(ClaimPolicy):
                 j.requested_procs,
                 attrs.get("mem_mb"),
                 tuple(lic.items()) if lic else (),
+                attrs.get("nodes"),
+                attrs.get("tasks"),
             )
             known = seen.get(key)
             if known is None:
-                known = seen[key] = (len(rows), not fits(j, free.cpus, mem, free.remaining_s, free.licences))
+                known = seen[key] = (
+                    len(rows),
+                    not fits(
+                        j, free.cpus, mem, free.remaining_s, free.licences, nodes=free.nodes, node_cpus=free.node_cpus
+                    ),
+                )
                 rows.append(tuple(estimate_at(j, s) for s in names))
             index.append(known[0])
             too_big.append(known[1])
@@ -101,7 +112,9 @@ class MinMinClaim(ClaimPolicy):
         cpus, mem, lic = free.cpus, mem_budget(free), dict(free.licences)
         for r in sorted(firsts, key=lambda r: (etc[r, 0], r)):
             j = jobs[r]
-            if len(chosen) < limit and fits(j, cpus, mem, free.remaining_s, lic):
+            if len(chosen) < limit and fits(
+                j, cpus, mem, free.remaining_s, lic, nodes=free.nodes, node_cpus=free.node_cpus
+            ):
                 chosen.append(j.job_id)
                 cpus -= j.requested_procs
                 if mem is not None:

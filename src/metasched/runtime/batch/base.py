@@ -42,7 +42,10 @@ class CommandResult:
 
 @dataclass(slots=True)
 class PlaceholderSpec:
-    """What to submit: the placeholder's id, command line, size and wall time (``None`` = none)."""
+    """What to submit: the placeholder's id, command line, size and wall time (``None`` = none).
+
+    Size: ``cpus`` on each of ``nodes`` nodes (a placeholder for parallel jobs, issue 36).
+    """
 
     placeholder_id: str
     command: list[str]
@@ -50,6 +53,11 @@ class PlaceholderSpec:
     mem_mb: int = 0
     wall_time_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    nodes: int = 1
+
+    @property
+    def slots(self) -> int:
+        return self.cpus * self.nodes
 
 
 class BatchAdapter(ABC):
@@ -58,6 +66,9 @@ class BatchAdapter(ABC):
     key: ClassVar[str]
     #: native state -> ours. States absent from the table map to UNKNOWN.
     STATES: ClassVar[Mapping[str, PlaceholderState]]
+    #: How a placeholder starts a parallel job on this batch system, unless the site names its own
+    #: ``launcher`` (fields: :mod:`metasched.runtime.placeholder.launcher`): OpenMPI's mpirun on the host list.
+    LAUNCHER: ClassVar[str] = "mpirun -np {tasks} --hostfile {hostfile}"
 
     def __init__(
         self,

@@ -13,7 +13,8 @@ Q, R = PlaceholderState.QUEUED, PlaceholderState.RUNNING
 
 
 class GridEngineAdapter(BatchAdapter):
-    """``qsub -terse`` / ``qstat`` / ``qacct -j`` / ``qdel``; multi-cpu placeholders use ``-pe smp N``.
+    """``qsub -terse`` / ``qstat`` / ``qacct -j`` / ``qdel``; multi-cpu placeholders use ``-pe smp N``
+    (``N`` = cpus x nodes; another parallel environment with ``pe`` in sites.toml).
 
     qstat's state letters: ``qw`` waiting, ``hqw`` held, ``r`` running, ``t`` transferring, ``Rr``
     restarted, ``s``/``S``/``T`` suspended, ``dr``/``dt``/``dqw`` being deleted, ``Eqw`` error. Once the
@@ -57,8 +58,10 @@ class GridEngineAdapter(BatchAdapter):
         ]
         if self.queue:
             d.append(f"#$ -q {self.queue}")
-        if spec.cpus > 1:
-            d.append(f"#$ -pe {self.pe} {spec.cpus}")
+        if spec.slots > 1:
+            # A placeholder of several nodes needs a PE that spans hosts (allocation_rule $fill_up or
+            # $round_robin): the site names it (``pe`` in sites.toml); the default smp keeps one host.
+            d.append(f"#$ -pe {self.pe} {spec.slots}")
         if spec.wall_time_s:
             d.append(f"#$ -l h_rt={math.ceil(spec.wall_time_s)}")
         path = self.script(spec, d)

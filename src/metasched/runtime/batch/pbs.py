@@ -53,7 +53,8 @@ class PbsAdapter(BatchAdapter):
             f"#PBS -N ph-{spec.placeholder_id}"[:20],
             "#PBS -j oe",
             f"#PBS -o {self.workdir / (spec.placeholder_id + '.log')}",
-            f"#PBS -l nodes=1:ppn={spec.cpus}",
+            # Torque's form, which PBS Pro / OpenPBS also accept (they read it as select=N:ncpus=C).
+            f"#PBS -l nodes={spec.nodes}:ppn={spec.cpus}",
         ]
         if self.queue:
             d.append(f"#PBS -q {self.queue}")

@@ -20,6 +20,8 @@ class SlurmAdapter(BatchAdapter):
     """
 
     key: ClassVar[str] = "slurm"
+    #: A job step of the placeholder's own allocation; ``--exact``: only what the job asks, so steps share it.
+    LAUNCHER: ClassVar[str] = "srun --nodes={nodes} --ntasks={tasks} --cpus-per-task={cpus} --exact"
     STATES: ClassVar[dict[str, PlaceholderState]] = {
         "PENDING": Q,
         "CONFIGURING": Q,
@@ -51,6 +53,7 @@ class SlurmAdapter(BatchAdapter):
         d = [
             f"#SBATCH --job-name=ph-{spec.placeholder_id}",
             f"#SBATCH --cpus-per-task={spec.cpus}",
+            *([f"#SBATCH --nodes={spec.nodes}", f"#SBATCH --ntasks={spec.nodes}"] if spec.nodes > 1 else []),
             f"#SBATCH --output={self.workdir / (spec.placeholder_id + '.log')}",
         ]
         if self.queue:

@@ -32,7 +32,10 @@ class JobRow(Base):
     command: Mapped[str] = mapped_column(Text)
     cwd: Mapped[str] = mapped_column(Text, default="")
     env: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    #: cpus per task; ``tasks`` (MPI ranks) and ``nodes`` (migration 0004): ``tasks x cpus`` in all over ``nodes``.
     cpus: Mapped[int] = mapped_column(Integer, default=1)
+    tasks: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    nodes: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     mem_mb: Mapped[int] = mapped_column(Integer, default=0)
     licences: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
     time_s: Mapped[float] = mapped_column(Float, default=0.0)

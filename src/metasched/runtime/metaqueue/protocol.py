@@ -365,8 +365,10 @@ def _claim_body(
         "remaining_s": free.remaining_s,
         "limit": limit,
     }
+    if free.nodes != 1 or free.node_cpus is not None:  # a placeholder of several nodes (parallel jobs)
+        body.update(nodes=free.nodes, node_cpus=free.node_cpus)
     if ahead > 0 and whole is not None:
-        body.update(ahead=ahead, whole_cpus=whole.cpus, whole_mem_mb=whole.mem_mb)
+        body.update(ahead=ahead, whole_cpus=whole.cpus, whole_mem_mb=whole.mem_mb, whole_nodes=whole.nodes)
     return body
 
 

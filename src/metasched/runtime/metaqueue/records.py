@@ -31,6 +31,13 @@ class JobSpec:
     user_class: str = "regular"
     #: Named numbers for the run-time formula of the job's kind (``metasched formula``), e.g. ``{"n": 1000}``.
     params: dict[str, float] = field(default_factory=dict)
+    #: MPI ranks and nodes (a parallel job; ``cpus`` is then per task): ``tasks x cpus`` cpus over ``nodes`` nodes.
+    tasks: int = 1
+    nodes: int = 1
+
+    @property
+    def total_cpus(self) -> int:
+        return self.tasks * self.cpus
 
     def validate(self) -> None:
         where = f"job {self.name!r}" if self.name else f"job {self.command!r}"
@@ -38,6 +45,10 @@ class JobSpec:
             raise StoreError(f"{where}: empty command")
         if self.cpus < 1:
             raise StoreError(f"{where}: cpus must be >= 1, got {self.cpus}")
+        if self.tasks < 1 or self.nodes < 1:
+            raise StoreError(f"{where}: tasks and nodes must be >= 1, got tasks {self.tasks}, nodes {self.nodes}")
+        if self.nodes > self.tasks:
+            raise StoreError(f"{where}: {self.nodes} nodes for {self.tasks} task(s): at least one task per node")
         if self.mem_mb < 0 or self.time_s < 0:
             raise StoreError(f"{where}: mem and time must be >= 0")
         if self.max_attempts < 1:
@@ -72,6 +83,17 @@ class ClaimedJob:
     mem_mb: int
     time_s: float
     lease_until: float
+    #: MPI ranks and nodes: a job with more than one of either is started through the site's launcher.
+    tasks: int = 1
+    nodes: int = 1
+
+    @property
+    def total_cpus(self) -> int:
+        return self.tasks * self.cpus
+
+    @property
+    def is_parallel(self) -> bool:
+        return self.tasks > 1 or self.nodes > 1
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}

@@ -92,12 +92,19 @@ class ClaimRequest(Body):
     ahead: int = Field(0, ge=0, le=1000, description="also up to this many jobs to run next (prefetch)")
     whole_cpus: int = Field(1, ge=1, le=MAX_COUNT, description="the placeholder's size, which each job ahead must fit")
     whole_mem_mb: Count = 0
+    nodes: int = Field(1, ge=0, le=MAX_COUNT, description="nodes free for one job now (several: one job at a time)")
+    whole_nodes: int = Field(1, ge=1, le=MAX_COUNT, description="the placeholder's nodes")
+    node_cpus: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="cpus per node of a placeholder of several nodes"
+    )
 
     def free(self) -> FreeResources:
-        return FreeResources(self.cpus, self.mem_mb, self.remaining_s)
+        return FreeResources(self.cpus, self.mem_mb, self.remaining_s, nodes=self.nodes, node_cpus=self.node_cpus)
 
     def whole(self) -> FreeResources:
-        return FreeResources(self.whole_cpus, self.whole_mem_mb, self.remaining_s)
+        return FreeResources(
+            self.whole_cpus, self.whole_mem_mb, self.remaining_s, nodes=self.whole_nodes, node_cpus=self.node_cpus
+        )
 
 
 class ClaimedJobOut(BaseModel):
@@ -111,6 +118,8 @@ class ClaimedJobOut(BaseModel):
     mem_mb: int
     time_s: float
     lease_until: float
+    tasks: int = 1
+    nodes: int = 1
 
 
 class ClaimResponse(BaseModel):

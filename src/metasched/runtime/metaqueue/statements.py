@@ -20,8 +20,8 @@ from typing import Any
 
 _NAME = re.compile(r"(?<![:\w]):(\w+)")
 
-#: The columns a placeholder gets of a claimed job (:class:`ClaimedJob` order, without the lease).
-CLAIMED_COLUMNS = "id, attempts, name, command, cwd, env, cpus, mem_mb, time_s"
+#: The columns a placeholder gets of a claimed job (:class:`ClaimedJob` order, the lease left out).
+CLAIMED_COLUMNS = "id, attempts, name, command, cwd, env, cpus, mem_mb, time_s, tasks, nodes"
 
 
 class Statements:

@@ -29,6 +29,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -92,7 +93,7 @@ RANKING_WINDOW = RANKING_WINDOW_JOBS
 #: lease expiry, cancel, retry, licence limits): idle placeholders and ``sites run`` LISTEN on it.
 NOTIFY_CHANNEL = "metasched_work"
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 
 def metasched_home() -> Path:
@@ -444,6 +445,8 @@ class Store:
                         "cwd": spec.cwd,
                         "env": spec.env,
                         "cpus": spec.cpus,
+                        "tasks": spec.tasks,
+                        "nodes": spec.nodes,
                         "mem_mb": spec.mem_mb,
                         "licences": spec.licences,
                         "time_s": float(spec.time_s),
@@ -529,6 +532,8 @@ class Store:
         ahead: int = 0,
         whole: FreeResources | None = None,
     ) -> ClaimResult:
+        if free.nodes > 1:  # a placeholder of several nodes is one job's allocation: one job at a time
+            limit = min(limit, 1)
         chosen: list[int] = []
         ready: list[Job] = []
         est = self.estimates(conn)
@@ -546,7 +551,7 @@ class Store:
             if not ready:
                 break
             if any(j.attrs["licences"] for j in ready):
-                free = FreeResources(free.cpus, free.mem_mb, free.remaining_s, self._licence_guard(conn, site))
+                free = replace(free, licences=self._licence_guard(conn, site))
             chosen = self.policy.select(ready, site, free, now, limit, world) if free.cpus > 0 else []
             if (
                 free.cpus <= 0
@@ -572,7 +577,7 @@ class Store:
         return ClaimResult(
             "job",
             [
-                ClaimedJob(j, t[1], t[2], t[3], t[4], json_value(t[5]), t[6], t[7], t[8], lease)
+                ClaimedJob(j, t[1], t[2], t[3], t[4], json_value(t[5]), t[6], t[7], t[8], lease, t[9], t[10])
                 for j in chosen
                 if (t := by_id.get(j)) is not None
             ],
@@ -611,7 +616,7 @@ class Store:
         while len(out) < room and left:
             if remaining is not None and remaining <= 0:
                 break
-            room_now = FreeResources(whole.cpus, whole.mem_mb, remaining, lic)
+            room_now = replace(whole, remaining_s=remaining, licences=lic)
             pick = self.policy.select(left, site, room_now, now, 1, world)
             if not pick:
                 break
@@ -677,7 +682,7 @@ class Store:
             new_rows = []
             for chunk in _chunks(sorted(jid for jid in ids if jid not in rows), 500):
                 new_rows += _raw(conn, _ready_rows_sqlite(len(chunk)), chunk)
-        for jid, submit_at, cpus, mem_mb, time_s, lic, name, command, deadline_at, user_class, params in new_rows:
+        for jid, submit_at, cpus, mem_mb, time_s, lic, name, command, deadline_at, user_class, params, *shp in new_rows:
             rows[jid] = (
                 submit_at,
                 cpus,
@@ -688,6 +693,7 @@ class Store:
                 deadline_at,
                 user_class or "regular",
                 _params(params),
+                (shp[0] or 1, shp[1] or 1),
             )
         missing = {r[0] for r in new_rows}
         formulas = self._formula_map(conn)
@@ -702,7 +708,7 @@ class Store:
         for jid in ids:
             job = jobs.get(jid)
             if job is None or jid in missing:
-                submit_at, cpus, mem_mb, time_s, lic, kind, deadline_at, user_class, params = rows[jid]
+                submit_at, cpus, mem_mb, time_s, lic, kind, deadline_at, user_class, params, (tasks, nodes) = rows[jid]
                 table = tables.get(kind)
                 if table is None:
                     table = tables[kind] = (
@@ -718,7 +724,9 @@ class Store:
                     attrs["deadline"] = deadline_at
                 if params:
                     attrs["params"] = params
-                job = jobs[jid] = Job(jid, submit_at, requested, requested, cpus, attrs=attrs)
+                if tasks > 1 or nodes > 1:  # a parallel job: its shape, for the fit check (policy.claim.fits)
+                    attrs.update(tasks=tasks, nodes=nodes, cpus_per_task=cpus)
+                job = jobs[jid] = Job(jid, submit_at, requested, requested, tasks * cpus, attrs=attrs)
             out.append(job)
         if len(jobs) > 4 * max(size, RANKING_WINDOW):  # forget jobs no longer among the ready ones
             keep = set(ids)
@@ -1671,7 +1679,9 @@ def _raw(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[A
 
 
 # What the claim policy sees of a ready job (the ready-job cache of Store._ready_jobs); JSON columns as text.
-_READY_COLUMNS = "id, submit_at, cpus, mem_mb, time_s, {lic}, name, command, deadline_at, user_class, {params}"
+_READY_COLUMNS = (
+    "id, submit_at, cpus, mem_mb, time_s, {lic}, name, command, deadline_at, user_class, {params}, tasks, nodes"
+)
 _READY_ROWS_PG = (
     f"SELECT {_READY_COLUMNS.format(lic='licences::text', params='params::text')} FROM jobs "
     "WHERE state = 'queued' AND pending_deps = 0 ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"

@@ -9,7 +9,8 @@ The JSON Schema of the file is
 This module loads neither pydantic nor PyYAML until a file is read (``metasched submit`` needs neither).
 
 YAML: a list of mappings (or ``{jobs: [...]}``) with ``name``, ``command`` and optional ``after``
-(list of names, or one name), ``cpus``, ``mem`` ("512M", "4G", or MB as a number), ``time`` (seconds,
+(list of names, or one name), ``cpus`` (per task), ``tasks`` (MPI ranks), ``nodes``, ``mem`` ("512M", "4G",
+or MB as a number), ``time`` (seconds,
 "90s", "10m", "2h", "H:MM:SS"), ``licences`` (``{name: count}`` or a list of names), ``cwd``, ``env``,
 ``max_attempts``, ``deadline``, ``user_class``, ``params``, ``inputs``, ``outputs``. Values are taken
 as written or refused, never silently changed: a name or command that YAML read as a number, a
@@ -46,6 +47,7 @@ __all__ = [
     "FIELD_PARSERS",
     "MAX_INT",
     "MAX_SECONDS",
+    "MAX_TASKS",
     "SUBMIT_OPTIONS",
     "parse_duration_s",
     "parse_licences",
@@ -63,6 +65,8 @@ MAX_INT = 2**31 - 1
 #: Longest time (estimate or deadline) accepted, in seconds (about 31.7 years).
 MAX_SECONDS = 1e9
 MAX_ATTEMPTS = 1000
+#: Most MPI ranks (and nodes) one job may ask for (a sane bound, far above any placeholder).
+MAX_TASKS = 1_000_000
 MAX_DEPTH = 64
 _ALIAS_FACTOR = 16
 _ALIAS_SLACK = 10_000
@@ -274,6 +278,8 @@ FIELD_PARSERS: dict[str, Callable[[Any], Any]] = {
     "name": _name,
     "after": _after,
     "cpus": lambda v: _count(v, "cpus", 1, MAX_INT),
+    "tasks": lambda v: _count(v, "tasks", 1, MAX_TASKS),
+    "nodes": lambda v: _count(v, "nodes", 1, MAX_TASKS),
     "mem": parse_mem_mb,
     "time": parse_duration_s,
     "licences": parse_licences,
@@ -290,6 +296,8 @@ SUBMIT_OPTIONS = {
     "name": "--name",
     "after": "--after",
     "cpus": "--cpus",
+    "tasks": "--tasks",
+    "nodes": "--nodes",
     "mem": "--mem",
     "time": "--time",
     "licences": "--licence",
@@ -309,8 +317,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _check_tasks_nodes(tasks: int, nodes: int) -> None:
+    if nodes > tasks:
+        raise StoreError(f"{nodes} nodes for {tasks} task(s): a job needs at least one task (--tasks) per node")
+
+
 def _to_spec(entry: WorkflowEntry, where: str, default_cwd: str, base_dir: Path | None) -> JobSpec:
     command, env = entry.command, dict(entry.env)
+    try:
+        _check_tasks_nodes(entry.tasks, entry.nodes)
+    except StoreError as exc:
+        raise StoreError(f"{where}.nodes: {exc}") from None
     if entry.inputs is not None or entry.outputs is not None:
         from metasched.runtime.remote.staging import STAGE_ENV, StageSpec, wrap_command
 
@@ -328,6 +345,8 @@ def _to_spec(entry: WorkflowEntry, where: str, default_cwd: str, base_dir: Path 
         name=entry.name,
         after=list(entry.after),
         cpus=entry.cpus,
+        tasks=entry.tasks,
+        nodes=entry.nodes,
         mem_mb=entry.mem,
         licences=dict(entry.licences),
         time_s=entry.time,
@@ -374,11 +393,17 @@ def submit_spec(command: str, cwd: str, **options: Any) -> JobSpec:
             raise StoreError(f"{SUBMIT_OPTIONS[key]}: {exc}") from None
     if not command.strip() or "\x00" in command:
         raise StoreError("the command must be non-empty text (after --)")
+    try:
+        _check_tasks_nodes(values.get("tasks", 1), values.get("nodes", 1))
+    except StoreError as exc:
+        raise StoreError(f"--nodes: {exc}") from None
     return JobSpec(
         command=command,
         name=values.get("name"),
         after=values.get("after", []),
         cpus=values.get("cpus", 1),
+        tasks=values.get("tasks", 1),
+        nodes=values.get("nodes", 1),
         mem_mb=values.get("mem", 0),
         licences=values.get("licences", {}),
         time_s=values.get("time", 0.0),

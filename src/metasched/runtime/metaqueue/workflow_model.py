@@ -27,6 +27,7 @@ from metasched.runtime.metaqueue.workflow import (
     MAX_ATTEMPTS,
     MAX_INT,
     MAX_SECONDS,
+    MAX_TASKS,
     SUBMIT_OPTIONS,
     _short,
 )
@@ -65,6 +66,16 @@ Cpus = Annotated[
     int,
     BeforeValidator(_check(P["cpus"])),
     WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_INT}),
+]
+Tasks = Annotated[
+    int,
+    BeforeValidator(_check(P["tasks"])),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_TASKS}),
+]
+Nodes = Annotated[
+    int,
+    BeforeValidator(_check(P["nodes"])),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_TASKS}),
 ]
 MemMb = Annotated[
     int,
@@ -115,7 +126,9 @@ class _JobFields(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     after: After = Field(default_factory=list, description="Names (or quoted ids) this job waits for.")
-    cpus: Cpus = Field(1, description="CPUs the job needs.")
+    cpus: Cpus = Field(1, description="CPUs the job needs (per task for a parallel job).")
+    tasks: Tasks = Field(1, description="MPI ranks, started by the site's launcher (srun, mpirun); default 1.")
+    nodes: Nodes = Field(1, description="Nodes the tasks are spread over (at most one per task); default 1.")
     mem: MemMb = Field(0, description="Memory in MB (a number) or with a unit: 512M, 4G.")
     time: Seconds = Field(0.0, description="Wall-time estimate in seconds, or 90s, 10m, 2h, H:MM:SS.")
     licences: Licences = Field(default_factory=dict, description="{name: count}, a list of names, or 'a,b:2'.")

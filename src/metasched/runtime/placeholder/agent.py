@@ -61,6 +61,7 @@ from metasched.policy.claim import FreeResources
 from metasched.runtime.metaqueue.protocol import MAX_REPORT, Completion, Transport
 from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult
 from metasched.runtime.metaqueue.secure import private_dir
+from metasched.runtime.placeholder.launcher import DEFAULT_LAUNCHER, Launcher, hosts
 from metasched.runtime.placeholder.spawn import Child, Spawner
 
 log = logging.getLogger("metasched.placeholder")
@@ -421,6 +422,8 @@ class Agent:
         mem_mb: int = 0,
         wall_time_s: float | None = None,
         log_dir: str | Path | None = None,
+        nodes: int = 1,
+        launcher: str | None = None,
         lease_s: float = 60.0,
         heartbeat_s: float | None = None,
         margin_s: float = 5.0,
@@ -434,7 +437,11 @@ class Agent:
         self.t = transport
         self.site = site
         self.id = placeholder_id or f"{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
-        self.cpus = cpus
+        #: ``cpus`` per node over ``nodes`` nodes; ``self.cpus`` is the whole placeholder's.
+        self.node_cpus = cpus
+        self.nodes = nodes
+        self.cpus = cpus * nodes
+        self.launcher = Launcher(launcher or DEFAULT_LAUNCHER)
         self.mem_mb = mem_mb
         self.wall_time_s = wall_time_s
         self.log_dir = (
@@ -492,6 +499,7 @@ class Agent:
         #: The last claim got fewer jobs than asked: ask for more ahead only with the next report, not alone
         #: (an idle queue would otherwise cost a round trip per job).
         self._thin = False
+        self._hostfile: str | None = None
 
     def remaining_s(self, now: float) -> float | None:
         if self.wall_time_s is None:
@@ -499,7 +507,17 @@ class Agent:
         return self.started_at + self.wall_time_s - self.margin_s - now
 
     def free_cpus(self) -> int:
-        return self.cpus - sum(r.job.cpus for r in self.runs.values())
+        return self.cpus - sum(r.job.total_cpus for r in self.runs.values())
+
+    def free_nodes(self) -> int:
+        """Nodes free for one job: a placeholder of several nodes is one job's allocation (see fits_shape)."""
+        return 1 if self.nodes == 1 else (0 if self.runs else self.nodes)
+
+    def free(self, cpus: int, remaining: float | None) -> FreeResources:
+        """What this placeholder offers a claim: ``cpus`` free now, its shape and memory."""
+        if self.nodes == 1:
+            return FreeResources(cpus, self.mem_mb, remaining)
+        return FreeResources(cpus, self.mem_mb, remaining, nodes=self.free_nodes(), node_cpus=self.node_cpus)
 
     def _start(self, job: ClaimedJob) -> None:
         if not self._log_dir_made:
@@ -519,6 +537,8 @@ class Agent:
         proc: subprocess.Popen[bytes] | Child
         if self._spawner is not None and self._watchdog is not None:
             argv = shell_argv(job.command, job.env if "PATH" in job.env else None)
+            if job.is_parallel:
+                argv = self.launcher.argv(job, self.hostfile()) + argv
             extra = {**job.env, **ours} if job.env else ours
             try:
                 try:
@@ -538,7 +558,10 @@ class Agent:
         env.update(ours)
         try:
             with _private_out(out) as fo, _private_out(err) as fe:
-                if self._watchdog is not None:
+                if job.is_parallel:
+                    argv = self.launcher.argv(job, self.hostfile()) + shell_argv(job.command, env)
+                    needs_preexec = self._watchdog is None
+                elif self._watchdog is not None:
                     argv, needs_preexec = shell_argv(job.command, env), False
                 else:
                     argv, needs_preexec = _job_argv(job.command)
@@ -785,7 +808,19 @@ class Agent:
         self._failing_since = None
 
     def _whole(self, free: FreeResources) -> FreeResources:
-        return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
+        if self.nodes == 1:
+            return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
+        return FreeResources(self.cpus, self.mem_mb, free.remaining_s, nodes=self.nodes, node_cpus=self.node_cpus)
+
+    def hostfile(self) -> str:
+        """The placeholder's hosts as an OpenMPI host file (``HOST slots=N``), written once (:func:`hosts`)."""
+        if self._hostfile is None:
+            path = self.log_dir / f"{self.id}.hosts"
+            private_dir(self.log_dir)
+            lines = [f"{h} slots={n}" for h, n in hosts(os.environ, self.node_cpus, self.nodes)]
+            path.write_text("\n".join(lines) + "\n")
+            self._hostfile = str(path)
+        return self._hostfile
 
     def _take(self, res: ClaimResult | None, sent_at: float) -> None:
         """Queue claimed jobs to start (in the order given); their lease is ours from ``sent_at`` at least."""
@@ -814,7 +849,7 @@ class Agent:
                 self.to_release.append((job.job_id, job.attempt))
                 self.ahead.popleft()
                 continue
-            if job.cpus > self.free_cpus():
+            if job.total_cpus > self.free_cpus() or (self.nodes > 1 and self.runs):
                 break
             self.ahead.popleft()
             self._start(job)
@@ -960,11 +995,11 @@ class Agent:
                 state = "expired"
             # Start what was prefetched first: the database round trip below then overlaps the run.
             self._start_ahead(now, remaining, out_of_time or told_exit)
-            free = self.free_cpus()
+            free = self.free_cpus() if self.free_nodes() else 0
             can_claim = not out_of_time and not told_exit
             want_now = free if can_claim and not self.ahead else 0
             want_ahead = max(0, self.want_ahead() - len(self.ahead)) if can_claim else 0
-            wanted = FreeResources(free, self.mem_mb, remaining) if want_now or want_ahead else None
+            wanted = self.free(free, remaining) if want_now or want_ahead else None
             res: ClaimResult | None = None
             if self._inflight is not None:
                 if self._inflight.future.done() or not self.runs:  # (nothing to overlap with: wait for it)
