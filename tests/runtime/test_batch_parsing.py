@@ -75,7 +75,8 @@ def test_every_command_goes_through_run(tmp_path: Path, monkeypatch: pytest.Monk
     assert slurm.submit(spec) == "4242"
     script = (tmp_path / "w" / "ph1.sh").read_text()
     assert "#SBATCH --partition=short" in script and "#SBATCH --time=10" in script
-    assert "#SBATCH --cpus-per-task=2" in script and script.rstrip().endswith("exec metasched placeholder")
+    assert "#SBATCH --ntasks-per-node=2" in script and "#SBATCH --cpus-per-task=1" in script
+    assert script.rstrip().endswith("exec metasched placeholder")
     assert slurm.poll(["4242"]) == {"4242": S.QUEUED}
     assert PbsAdapter(queue="batch", workdir=tmp_path / "p").submit(spec) == "77.pbsserver"
     assert "#PBS -l walltime=00:10:00" in (tmp_path / "p" / "ph1.sh").read_text()

@@ -52,8 +52,11 @@ class SlurmAdapter(BatchAdapter):
     def submit(self, spec: PlaceholderSpec) -> str:
         d = [
             f"#SBATCH --job-name=ph-{spec.placeholder_id}",
-            f"#SBATCH --cpus-per-task={spec.cpus}",
-            *([f"#SBATCH --nodes={spec.nodes}", f"#SBATCH --ntasks={spec.nodes}"] if spec.nodes > 1 else []),
+            # cpus x nodes as that many one-cpu tasks: a job step (srun) or OpenMPI's mpirun (which takes its
+            # slots from SLURM_TASKS_PER_NODE) can use every cpu; a plain child of the script still gets them all.
+            f"#SBATCH --nodes={spec.nodes}",
+            f"#SBATCH --ntasks-per-node={spec.cpus}",
+            "#SBATCH --cpus-per-task=1",
             f"#SBATCH --output={self.workdir / (spec.placeholder_id + '.log')}",
         ]
         if self.queue:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -66,7 +67,10 @@ class Launcher:
             tasks_per_node=math.ceil(job.tasks / job.nodes),
             hostfile=shlex.quote(hostfile),
         )
-        return shlex.split(text)
+        words = shlex.split(text)
+        # The job is started without a shell (posix_spawn does not search PATH): find the launcher here.
+        words[0] = shutil.which(words[0]) or words[0]
+        return words
 
 
 def hosts(env: Mapping[str, str], cpus: int, nodes: int) -> list[tuple[str, int]]:
