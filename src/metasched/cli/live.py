@@ -41,6 +41,11 @@ def claim_policy(key: str) -> ClaimPolicy:
         raise typer.BadParameter(str(exc.args[0])) from None
 
 
+def _fail(msg: str) -> typer.Exit:
+    typer.echo(f"error: {msg}", err=True)
+    return typer.Exit(2)
+
+
 def _logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -55,6 +60,13 @@ def server(
     lease: Annotated[float, typer.Option(help="Lease (s) a placeholder keeps a job without heartbeat.")] = 60.0,
     token_file: Annotated[Path | None, typer.Option(help="Bearer token file (created 0600 if absent).")] = None,
     policy: PolicyOpt = "fcfs",
+    metrics: Annotated[
+        bool,
+        typer.Option("--metrics", help="Serve Prometheus metrics at /metrics (token or dashboard-token)."),
+    ] = False,
+    metrics_open: Annotated[
+        bool, typer.Option("--metrics-open", help="With --metrics: no token for /metrics (loopback --host only).")
+    ] = False,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """Serve the placeholder protocol over HTTP (OpenAPI at /docs) and the dashboard (at /dashboard)."""
@@ -66,6 +78,18 @@ def server(
     from metasched.runtime.metaqueue.store import Store, default_url
 
     _logging(verbose)
+    if metrics_open and not metrics:
+        raise _fail("--metrics-open needs --metrics")
+    if metrics:
+        try:
+            from metasched.runtime.metaqueue.metrics import is_loopback
+        except ImportError as exc:
+            raise _fail(f"--metrics needs prometheus-client (pip install 'metasched[server]'): {exc}") from None
+        if metrics_open and not is_loopback(host):
+            raise _fail(
+                f"--metrics-open serves /metrics without a token: only with a loopback --host, not {host!r} "
+                "(give Prometheus the dashboard-token instead)"
+            )
     try:  # (before the database: an unusable token must stop the server, never switch auth off)
         token = ensure_token(token_file)
         # A read-only token for the dashboard page, next to the main one (shareable: it opens no protocol call).
@@ -80,7 +104,7 @@ def server(
         err=True,
     )
     uvicorn.run(
-        create_app(store, token, dashboard_token=dash_token),
+        create_app(store, token, dashboard_token=dash_token, metrics=metrics, metrics_open=metrics_open),
         host=host,
         port=port,
         log_level="info" if verbose else "warning",

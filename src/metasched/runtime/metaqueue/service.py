@@ -419,12 +419,23 @@ def _body(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": _schema(model)}}}}
 
 
+def _no_metrics(route: str, seconds: float) -> None:
+    """Claim timings go nowhere without ``--metrics``."""
+
+
 def create_app(
-    store: Store, token: str, *, expire_every_s: float | None = None, dashboard_token: str | None = None
+    store: Store,
+    token: str,
+    *,
+    expire_every_s: float | None = None,
+    dashboard_token: str | None = None,
+    metrics: bool = False,
+    metrics_open: bool = False,
 ) -> FastAPI:
     """The FastAPI application over ``store``; leases are expired every ``expire_every_s`` (default lease/4).
 
     The dashboard page is mounted too (``/dashboard``); ``dashboard_token`` opens its data read-only.
+    ``metrics``: ``GET /metrics`` for Prometheus (:mod:`.metrics`; ``metrics_open``: without a token).
     The two hot calls (claim, complete) are lean routes: the body is validated by pydantic from the
     raw bytes, the answer is written as JSON directly, and the database work goes through a
     :class:`GroupCommit`.
@@ -475,6 +486,11 @@ def create_app(
             raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token")
 
     deps = [Depends(auth)]
+    observe: Callable[[str, float], None] = _no_metrics
+    if metrics:
+        from metasched.runtime.metaqueue import metrics as prometheus
+
+        observe = prometheus.mount(app, store, [token, dashboard_token or ""], open_=metrics_open)
 
     def typed(model: type[M], call: Callable[[M], Any]) -> Callable[[Request], Awaitable[Response]]:
         """An endpoint taking ``model``'s body: the one way every body is read (as the lean routes do:
@@ -512,11 +528,13 @@ def create_app(
             req = ClaimRequest.model_validate_json(body)
         except ValidationError as exc:
             return _invalid(exc)
+        t0 = time.perf_counter()
         res = await run(
             lambda conn, now: store.claim_in(
                 conn, now, req.site, req.placeholder_id, req.free(), req.limit, ahead=req.ahead, whole=req.whole()
             )
         )
+        observe("claim", time.perf_counter() - t0)
         return 200, json.dumps(_claim_out(res)).encode()
 
     @app.post(
@@ -551,6 +569,7 @@ def create_app(
         c = req.claim
         results = [r.model_dump() for r in req.results]
         release = [r.model_dump() for r in req.release]
+        t0 = time.perf_counter()
         accepted, claimed = await run(
             lambda conn, now: store.report_in(
                 conn,
@@ -566,6 +585,8 @@ def create_app(
             ),
             1 + len(results) + len(release),
         )
+        if c is not None:
+            observe("complete", time.perf_counter() - t0)
         out = {"accepted": accepted, "claim": _claim_out(claimed) if claimed else None}
         return 200, json.dumps(out).encode()
 
