@@ -119,7 +119,7 @@ def placeholder(
     db: Annotated[str | None, typer.Option(help="Talk to this database directly instead of a server.")] = None,
     placeholder_id: Annotated[str | None, typer.Option("--id", help="Placeholder id (default: host-pid-time).")] = None,
     cpus: Annotated[int, typer.Option(help="CPUs this placeholder holds (on each node).")] = 1,
-    nodes: Annotated[int, typer.Option(help="Nodes this placeholder holds (one parallel job at a time if > 1).")] = 1,
+    nodes: Annotated[int, typer.Option(min=1, help="Nodes this placeholder holds (one job at a time if > 1).")] = 1,
     launcher: Annotated[
         str | None,
         typer.Option(
