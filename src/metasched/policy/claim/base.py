@@ -185,7 +185,8 @@ def fits(
     """
     if job.requested_procs > cpus:
         return False
-    if not fits_shape(job, nodes, node_cpus):
+    # (the common case, a sequential job on a one-node placeholder, skips the shape check: it always fits)
+    if (node_cpus is not None or nodes < 1 or "nodes" in job.attrs) and not fits_shape(job, nodes, node_cpus):
         return False
     need_mem = int(job.attrs.get("mem_mb", 0) or 0)
     if mem_mb is not None and need_mem > mem_mb:
