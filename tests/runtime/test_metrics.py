@@ -22,6 +22,8 @@ from metasched.runtime.metaqueue.service import create_app
 from metasched.runtime.metaqueue.store import JobSpec, Store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+TOKEN = "protocol-token-0123456789"
+DASH = "dashboard-token-0123456789"
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -43,8 +45,8 @@ def _by_state(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> 
 
 
 def test_metrics_are_off_unless_enabled(store: Store) -> None:
-    with TestClient(create_app(store, "tok")) as client:
-        assert client.get("/metrics", headers={"Authorization": "Bearer tok"}).status_code == 404
+    with TestClient(create_app(store, TOKEN)) as client:
+        assert client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
 
 
 def test_metrics_count_jobs_placeholders_leases_licences_and_claims(store: Store) -> None:
@@ -64,14 +66,14 @@ def test_metrics_count_jobs_placeholders_leases_licences_and_claims(store: Store
     # d is claimed and its lease lost (back to the queue, one loss).
     (lost,) = store.claim("s1", "ph-x", FreeResources(1), now=time.time()).jobs
     assert store.expire_leases(now=time.time() + 3600) == [lost.job_id]
-    with TestClient(create_app(store, "tok", dashboard_token="dash", metrics=True)) as client:
+    with TestClient(create_app(store, TOKEN, dashboard_token=DASH, metrics=True)) as client:
         assert client.get("/metrics").status_code == 401
         assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
         # A placeholder claims through the server: c (the licence holder, first fit after a) and a run.
         body = {"placeholder_id": "ph-2", "site": "s1", "cpus": 2, "limit": 2}
-        res = client.post("/v1/claim", json=body, headers={"Authorization": "Bearer tok"})
+        res = client.post("/v1/claim", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
         assert res.status_code == 200 and len(res.json()["jobs"]) == 2
-        page = client.get("/metrics", headers={"Authorization": "Bearer dash"})
+        page = client.get("/metrics", headers={"Authorization": f"Bearer {DASH}"})
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
     m = _samples(page.text)
     assert _by_state(m) == {"queued": 2.0, "running": 2.0}
@@ -89,7 +91,7 @@ def test_metrics_count_jobs_placeholders_leases_licences_and_claims(store: Store
 
 def test_lease_losses_are_counted_once_across_scrapes(store: Store) -> None:
     store.submit([JobSpec("true", name=f"j{i}") for i in range(3)])
-    app = create_app(store, "tok", metrics=True, metrics_open=True)
+    app = create_app(store, TOKEN, metrics=True, metrics_open=True)
     with TestClient(app) as client:
         counts = []
         for k in range(3):
