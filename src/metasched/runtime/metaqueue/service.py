@@ -490,7 +490,8 @@ def create_app(
     if metrics:
         from metasched.runtime.metaqueue import metrics as prometheus
 
-        observe = prometheus.mount(app, store, [token, dashboard_token or ""], open_=metrics_open)
+        readers = [token, *([dashboard_token] if dashboard_token else [])]
+        observe = prometheus.mount(app, store, readers, open_=metrics_open)
 
     def typed(model: type[M], call: Callable[[M], Any]) -> Callable[[Request], Awaitable[Response]]:
         """An endpoint taking ``model``'s body: the one way every body is read (as the lean routes do:
