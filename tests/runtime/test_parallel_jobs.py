@@ -358,3 +358,25 @@ def test_mpi_job_of_two_ranks_on_grid_engine(tmp_path: Path, monkeypatch: pytest
     jobs = _run_sites(tmp_path, cfg, [JobSpec(str(exe), name="mpi", tasks=2)], monkeypatch)
     _assert_two_ranks(jobs[0])
     assert math.isfinite(jobs[0]["end_at"])
+
+
+@pytest.mark.live
+@pytest.mark.timeout(300)
+def test_a_two_node_job_in_a_two_node_slurm_placeholder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placeholder of 2 nodes x 2 cpus (sbatch --nodes=2 --ntasks-per-node=2) runs a job of 4 tasks over 2 nodes
+    through srun: each node runs 2 of the tasks (no 1-node placeholder would get it: the store tests above)."""
+    _require_slurm()
+    partitions = (os.environ.get("METASCHED_TESTBED_SLURM_PARTITIONS") or "").split()
+    if "siteB" not in partitions:
+        pytest.skip(f"no 2-node Slurm partition siteB in the testbed ({partitions})")
+    cfg = SiteConfig(
+        name="slurmB", adapter="slurm", queue="siteB", cpus=2, nodes=2, limit=1, initial=1, idle_cancel_s=0
+    )
+    cfg.wall_time_s = 600
+    spec = JobSpec('echo "task $SLURM_PROCID node $SLURM_NODEID"', name="wide", tasks=4, nodes=2)
+    jobs = _run_sites(tmp_path, cfg, [spec], monkeypatch)
+    out = _out(jobs[0])
+    assert jobs[0]["state"] == "done", out
+    lines = sorted(line for line in out.splitlines() if line.startswith("task "))
+    assert [line.split()[1] for line in lines] == ["0", "1", "2", "3"], out
+    assert sorted(line.split()[3] for line in lines) == ["0", "0", "1", "1"], out
