@@ -199,6 +199,7 @@ def test_launcher_templates_and_host_lists(tmp_path: Path) -> None:
         "2",
         "--ntasks-per-node=3",
     ]
+    assert Launcher("mpirun --hostfile {hostfile}").needs_hostfile and not Launcher("srun -n {tasks}").needs_hostfile
     with pytest.raises(LauncherError, match=r"unknown field \{ranks\}; known: tasks, nodes"):
         Launcher("mpirun -np {ranks}")
     with pytest.raises(LauncherError, match="launcher is empty"):

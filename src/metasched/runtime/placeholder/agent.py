@@ -538,7 +538,7 @@ class Agent:
         if self._spawner is not None and self._watchdog is not None:
             argv = shell_argv(job.command, job.env if "PATH" in job.env else None)
             if job.is_parallel:
-                argv = self.launcher.argv(job, self.hostfile()) + argv
+                argv = self._launch(job) + argv
             extra = {**job.env, **ours} if job.env else ours
             try:
                 try:
@@ -559,7 +559,7 @@ class Agent:
         try:
             with _private_out(out) as fo, _private_out(err) as fe:
                 if job.is_parallel:
-                    argv = self.launcher.argv(job, self.hostfile()) + shell_argv(job.command, env)
+                    argv = self._launch(job) + shell_argv(job.command, env)
                     needs_preexec = self._watchdog is None
                 elif self._watchdog is not None:
                     argv, needs_preexec = shell_argv(job.command, env), False
@@ -811,6 +811,10 @@ class Agent:
         if self.nodes == 1:
             return FreeResources(self.cpus, self.mem_mb, free.remaining_s)
         return FreeResources(self.cpus, self.mem_mb, free.remaining_s, nodes=self.nodes, node_cpus=self.node_cpus)
+
+    def _launch(self, job: ClaimedJob) -> list[str]:
+        """The launcher's words to put before a parallel job's command."""
+        return self.launcher.argv(job, self.hostfile() if self.launcher.needs_hostfile else "")
 
     def hostfile(self) -> str:
         """The placeholder's hosts as an OpenMPI host file (``HOST slots=N``), written once (:func:`hosts`)."""

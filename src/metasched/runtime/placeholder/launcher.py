@@ -59,6 +59,11 @@ class Launcher:
         if not words:
             raise LauncherError("launcher is empty: give e.g. 'srun' or 'mpirun -np {tasks} --hostfile {hostfile}'")
 
+    @property
+    def needs_hostfile(self) -> bool:
+        """Whether the template uses ``{hostfile}`` (else none is written: srun knows its allocation)."""
+        return "{hostfile}" in self.template
+
     def argv(self, job: _Shape, hostfile: str) -> list[str]:
         text = self.template.format(
             tasks=job.tasks,
