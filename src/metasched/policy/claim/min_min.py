@@ -61,12 +61,9 @@ class MinMinClaim(ClaimPolicy):
                 avail.append(t)
         jobs = sorted(ready, key=_ARRIVAL)
         mem = mem_budget(free)
+        nd, nc = free.nodes, free.node_cpus  # the asker's shape (fits_shape)
         if len(machines) == n_asker:  # nobody else: only the jobs that fit the asker can be mapped
-            jobs = [
-                j
-                for j in jobs
-                if fits(j, free.cpus, mem, free.remaining_s, free.licences, nodes=free.nodes, node_cpus=free.node_cpus)
-            ]
+            jobs = [j for j in jobs if fits(j, free.cpus, mem, free.remaining_s, free.licences, nodes=nd, node_cpus=nc)]
             if not jobs:
                 return []
         names = sorted(set(machines))
@@ -91,12 +88,8 @@ class MinMinClaim(ClaimPolicy):
             )
             known = seen.get(key)
             if known is None:
-                known = seen[key] = (
-                    len(rows),
-                    not fits(
-                        j, free.cpus, mem, free.remaining_s, free.licences, nodes=free.nodes, node_cpus=free.node_cpus
-                    ),
-                )
+                too = not fits(j, free.cpus, mem, free.remaining_s, free.licences, nodes=nd, node_cpus=nc)
+                known = seen[key] = (len(rows), too)
                 rows.append(tuple(estimate_at(j, s) for s in names))
             index.append(known[0])
             too_big.append(known[1])
@@ -112,9 +105,7 @@ class MinMinClaim(ClaimPolicy):
         cpus, mem, lic = free.cpus, mem_budget(free), dict(free.licences)
         for r in sorted(firsts, key=lambda r: (etc[r, 0], r)):
             j = jobs[r]
-            if len(chosen) < limit and fits(
-                j, cpus, mem, free.remaining_s, lic, nodes=free.nodes, node_cpus=free.node_cpus
-            ):
+            if len(chosen) < limit and fits(j, cpus, mem, free.remaining_s, lic, nodes=nd, node_cpus=nc):
                 chosen.append(j.job_id)
                 cpus -= j.requested_procs
                 if mem is not None:
