@@ -8,6 +8,7 @@ Policies run in parallel (one process each, up to ``--workers``).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import time
@@ -129,7 +130,11 @@ def run_grid(
                 progress.remove_task(sub)
                 progress.advance(task)
         else:
-            with ProcessPoolExecutor(max_workers=n_workers) as pool:
+            # Not fork: this process has threads (Rich's refresh thread, a notebook's), and a child
+            # forked while one of them holds a lock can hang; forked workers also share the parent's
+            # pipes, so they outlive a killed parent. Forkserver children get EOF when it dies.
+            ctx = multiprocessing.get_context("forkserver")
+            with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
                 futures = {
                     pool.submit(_run_one, jobs, platform, spec.label, out, gantt, None, plain): spec
                     for spec in policies
