@@ -10,8 +10,8 @@ This module loads neither pydantic nor PyYAML until a file is read (``metasched 
 
 YAML: a list of mappings (or ``{jobs: [...]}``) with ``name``, ``command`` and optional ``after``
 (list of names, or one name), ``cpus`` (per task), ``tasks`` (MPI ranks), ``nodes``, ``mem`` ("512M", "4G",
-or MB as a number), ``time`` (seconds,
-"90s", "10m", "2h", "H:MM:SS"), ``licences`` (``{name: count}`` or a list of names), ``cwd``, ``env``,
+or MB as a number), ``time`` (as ``sbatch --time``: minutes as a bare number, "MM:SS", "HH:MM:SS", "D-HH",
+"D-HH:MM:SS"; or "90s", "10m", "2h"), ``licences`` (``{name: count}`` or a list of names), ``cwd``, ``env``,
 ``max_attempts``, ``deadline``, ``user_class``, ``params``, ``inputs``, ``outputs``. Values are taken
 as written or refused, never silently changed: a name or command that YAML read as a number, a
 boolean or null must be quoted; ``cpus: 1.5``, ``time: .inf`` and NaN are refused; a number of MB is
@@ -54,6 +54,7 @@ __all__ = [
     "parse_mem_mb",
     "parse_params",
     "parse_trellis_line",
+    "parse_walltime_s",
     "read_workflow",
     "spec_from_mapping",
     "submit_spec",
@@ -140,6 +141,52 @@ def _count(value: Any, what: str, lo: int, hi: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise StoreError(f"{what} must be a whole number from {lo} to {hi}, got {_short(value)}")
     return value
+
+
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?(?::(\d+(?:\.\d+)?))?$")
+
+
+def parse_walltime_s(value: Any) -> float:
+    """A job's wall-time estimate (``--time``, ``time:``) in seconds, in Slurm's forms (``sbatch --time``):
+    ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; a bare number is MINUTES, as in
+    Slurm (a number in a workflow file too). ``90s``, ``10m``, ``2h``, ``1d`` are accepted as well.
+    Minutes and seconds after a colon are below 60, hours after ``D-`` below 24."""
+    if _is_number(value):
+        seconds = float(value) * 60
+    elif isinstance(value, str):
+        text = value.strip()
+        m = _SLURM_TIME.match(text)
+        if m is None:
+            unit = _DUR.match(text)
+            if not unit or not unit.group(2):
+                raise StoreError(
+                    f"bad time {_short(value)}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS "
+                    "(as sbatch --time) or 90s, 10m, 2h, 1d"
+                )
+            seconds = float(unit.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit.group(2).lower()]
+        else:
+            days, first, second, third = m.groups()
+            parts = [float(p) for p in (first, second, third) if p is not None]
+            if days is not None:
+                # D-HH, D-HH:MM, D-HH:MM:SS
+                if parts[0] >= 24 or any(p >= 60 for p in parts[1:]):
+                    raise StoreError(f"bad time {_short(value)}: in D-HH:MM:SS, HH is below 24, MM and SS below 60")
+                seconds = int(days) * 86400 + sum(p * f for p, f in zip(parts, (3600, 60, 1), strict=False))
+            elif len(parts) == 1:
+                seconds = parts[0] * 60  # MM
+            elif len(parts) == 2:
+                if parts[1] >= 60:
+                    raise StoreError(f"bad time {_short(value)}: in MM:SS, SS is below 60")
+                seconds = parts[0] * 60 + parts[1]  # MM:SS
+            else:
+                if parts[1] >= 60 or parts[2] >= 60:
+                    raise StoreError(f"bad time {_short(value)}: in HH:MM:SS, MM and SS are below 60")
+                seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    else:
+        raise StoreError(f"bad time {_short(value)}: use minutes, HH:MM:SS or D-HH:MM:SS")
+    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_SECONDS:
+        raise StoreError(f"bad time {_short(value)}: must be between 0 and {MAX_SECONDS:.0e} seconds")
+    return seconds
 
 
 def parse_licences(value: Any) -> dict[str, int]:
@@ -281,7 +328,7 @@ FIELD_PARSERS: dict[str, Callable[[Any], Any]] = {
     "tasks": lambda v: _count(v, "tasks", 1, MAX_TASKS),
     "nodes": lambda v: _count(v, "nodes", 1, MAX_TASKS),
     "mem": parse_mem_mb,
-    "time": parse_duration_s,
+    "time": parse_walltime_s,
     "licences": parse_licences,
     "max_attempts": lambda v: _count(v, "max_attempts", 1, MAX_ATTEMPTS),
     "deadline": _deadline,

@@ -84,7 +84,13 @@ MemMb = Annotated[
         {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "description": "512M, 4G, 1T, 2048k"}]}
     ),
 ]
-Seconds = Annotated[float, BeforeValidator(_check(P["time"])), WithJsonSchema(_DURATION_SCHEMA)]
+_WALLTIME_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": 0, "description": "minutes, as in Slurm"},
+        {"type": "string", "description": "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS (sbatch --time), 90s, 2h"},
+    ]
+}
+Seconds = Annotated[float, BeforeValidator(_check(P["time"])), WithJsonSchema(_WALLTIME_SCHEMA)]
 Deadline = Annotated[float | None, BeforeValidator(_check(P["deadline"])), WithJsonSchema(_DURATION_SCHEMA)]
 Licences = Annotated[
     dict[str, int],
@@ -130,7 +136,7 @@ class _JobFields(BaseModel):
     tasks: Tasks = Field(1, description="MPI ranks, started by the site's launcher (srun, mpirun); default 1.")
     nodes: Nodes = Field(1, description="Nodes the tasks are spread over (at most one per task); default 1.")
     mem: MemMb = Field(0, description="Memory in MB (a number) or with a unit: 512M, 4G.")
-    time: Seconds = Field(0.0, description="Wall-time estimate in seconds, or 90s, 10m, 2h, H:MM:SS.")
+    time: Seconds = Field(0.0, description="Wall-time estimate as sbatch --time: minutes (a bare number), MM:SS, HH:MM:SS, D-HH:MM:SS; or 90s, 2h.")
     licences: Licences = Field(default_factory=dict, description="{name: count}, a list of names, or 'a,b:2'.")
     max_attempts: Attempts = Field(3, description="Runs allowed when placeholders vanish.")
     deadline: Deadline = Field(None, description="Wanted done within this long of submission (> 0).")
