@@ -62,7 +62,9 @@ def submit(
     nodes: Annotated[int, typer.Option(help="Nodes the tasks are spread over.")] = 1,
     mem: Annotated[str, typer.Option(help="Memory, e.g. 512M or 4G.")] = "0",
     licence: Annotated[list[str] | None, typer.Option(help="Licence NAME[:COUNT] (repeatable).")] = None,
-    time_: Annotated[str, typer.Option("--time", help="Wall-time estimate as sbatch --time: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS (or 90s, 2h).")] = "0",
+    time_: Annotated[
+        str, typer.Option("--time", help="Wall-time estimate as sbatch --time: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS.")
+    ] = "0",
     deadline: Annotated[
         str | None, typer.Option(help="Wanted done within this long of submission (pasquali policy).")
     ] = None,

@@ -136,7 +136,9 @@ class _JobFields(BaseModel):
     tasks: Tasks = Field(1, description="MPI ranks, started by the site's launcher (srun, mpirun); default 1.")
     nodes: Nodes = Field(1, description="Nodes the tasks are spread over (at most one per task); default 1.")
     mem: MemMb = Field(0, description="Memory in MB (a number) or with a unit: 512M, 4G.")
-    time: Seconds = Field(0.0, description="Wall-time estimate as sbatch --time: minutes (a bare number), MM:SS, HH:MM:SS, D-HH:MM:SS; or 90s, 2h.")
+    time: Seconds = Field(
+        0.0, description="Wall-time estimate as sbatch --time: minutes (a bare number), MM:SS, HH:MM:SS, D-HH:MM:SS."
+    )
     licences: Licences = Field(default_factory=dict, description="{name: count}, a list of names, or 'a,b:2'.")
     max_attempts: Attempts = Field(3, description="Runs allowed when placeholders vanish.")
     deadline: Deadline = Field(None, description="Wanted done within this long of submission (> 0).")
