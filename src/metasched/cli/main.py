@@ -55,6 +55,10 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
         "Queue failed, cancelled or dependency-failed jobs again (and the dependents they held back).",
     ),
     "logs": ("metasched.cli.queue", "Print a job's output (last run) or its event log."),
+    "user": (
+        "metasched.cli.users:app",
+        "Users of the server and their tokens: add (prints the token once), list, remove.",
+    ),
     "simulate": (
         ("metasched.cli.simulate", "metasched.cli.grid"),
         "Replay a workload through FCFS / EASY / conservative backfilling on one machine.",

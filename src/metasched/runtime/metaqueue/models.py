@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -28,7 +28,10 @@ class JobRow(Base):
     __tablename__ = "jobs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str | None] = mapped_column(String(200), unique=True, nullable=True)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: The user who submitted it (migration 0004; ``admin`` for the old single token and the embedded CLI).
+    #: Names are unique per owner.
+    owner: Mapped[str] = mapped_column(String(100), default="admin", server_default="admin")
     command: Mapped[str] = mapped_column(Text)
     cwd: Mapped[str] = mapped_column(Text, default="")
     env: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
@@ -63,6 +66,8 @@ class JobRow(Base):
     __table_args__ = (
         Index("ix_jobs_ready", "state", "pending_deps", "id"),
         Index("ix_jobs_placeholder", "placeholder_id", "state"),
+        Index("ix_jobs_owner_state", "owner", "state"),
+        UniqueConstraint("owner", "name", name="uq_jobs_owner_name"),
     )
 
 
@@ -150,3 +155,16 @@ class EventRow(Base):
     placeholder_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
     site: Mapped[str | None] = mapped_column(String(100), nullable=True)
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class UserRow(Base):
+    """A user of the server (migration 0004): only the SHA-256 of their token is kept.
+
+    ``role`` is ``user`` (sees and acts on their own jobs) or ``admin`` (sees and acts on all)."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16), default="user")
+    created_at: Mapped[float] = mapped_column(Float)

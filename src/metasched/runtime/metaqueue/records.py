@@ -11,6 +11,14 @@ class StoreError(ValueError):
     """A request the metaqueue refuses (unknown job, unknown dependency, cycle, bad state...)."""
 
 
+class NotFound(StoreError, LookupError):
+    """A job that does not exist, or is not yours (the two are not told apart: HTTP 404 for both)."""
+
+
+#: The owner of the jobs of the old single-token setup and of the embedded database (``--db``).
+ADMIN = "admin"
+
+
 @dataclass(slots=True)
 class JobSpec:
     """A job as submitted. ``after`` names dependencies: names (of this batch or earlier jobs) or ids."""

@@ -19,9 +19,12 @@ Invariants kept by every method (each runs in one transaction):
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import os
+import re
+import secrets
 import sqlite3
 import statistics
 import threading
@@ -63,8 +66,9 @@ from metasched.runtime.metaqueue.models import (
     LicenceRow,
     PlaceholderRow,
     SiteRow,
+    UserRow,
 )
-from metasched.runtime.metaqueue.records import ClaimedJob, ClaimResult, JobSpec, StoreError
+from metasched.runtime.metaqueue.records import ADMIN, ClaimedJob, ClaimResult, JobSpec, NotFound, StoreError
 from metasched.runtime.metaqueue.secure import private_dir, private_file
 from metasched.runtime.metaqueue.statements import Statements, ids_params, json_value
 from metasched.runtime.metaqueue.states import BROKEN, JobState
@@ -78,6 +82,10 @@ PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 SITES = cast(Table, SiteRow.__table__)
 LICENCES = cast(Table, LicenceRow.__table__)
 FORMULAS = cast(Table, FormulaRow.__table__)
+USERS = cast(Table, UserRow.__table__)
+#: A user's name: letters, digits, ``.``, ``_``, ``-`` (it appears in tables and URLs).
+USER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,99}$")
+ROLES = ("user", "admin")
 #: What taking a lease back needs to know of a job (see ``Store._take_back``).
 _LEASED = (JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id)
 #: Job states whose job holds its licences (handed out and not finished: running or leased).
@@ -380,25 +388,35 @@ class Store:
 
     # ------------------------------------------------------------------ submit
 
-    def resolve(self, conn: Connection, refs: Iterable[str]) -> dict[str, int]:
-        """Existing jobs by name or id; unknown references are left out."""
+    def resolve(
+        self, conn: Connection, refs: Iterable[str], owner: str = ADMIN, see_all: bool = True
+    ) -> dict[str, int]:
+        """Existing jobs by name (``owner``'s names: names are unique per owner) or id (any job when
+        ``see_all``, else only ``owner``'s); unknown references are left out."""
         refs = list(refs)
         out: dict[str, int] = {}
         names = [r for r in refs if not r.isdigit()]
-        ids = [int(r) for r in refs if r.isdigit()]
+        ids = [int(r) for r in refs if r.isdigit() and len(r) < 11]
         for chunk in _chunks(names, 500):
-            for jid, name in conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.name.in_(chunk))):
+            q = select(JOBS.c.id, JOBS.c.name).where(JOBS.c.name.in_(chunk), JOBS.c.owner == owner)
+            for jid, name in conn.execute(q):
                 out[name] = jid
         for chunk in _chunks(ids, 500):
-            for (jid,) in conn.execute(select(JOBS.c.id).where(JOBS.c.id.in_(chunk))):
+            by_id = select(JOBS.c.id).where(JOBS.c.id.in_(chunk))
+            if not see_all:
+                by_id = by_id.where(JOBS.c.owner == owner)
+            for (jid,) in conn.execute(by_id):
                 out[str(jid)] = jid
         return out
 
-    def submit(self, specs: Sequence[JobSpec], now: float | None = None) -> list[int]:
-        """Add jobs (a workflow) atomically; returns their ids in ``specs`` order.
+    def submit(
+        self, specs: Sequence[JobSpec], now: float | None = None, *, owner: str = ADMIN, see_all: bool = True
+    ) -> list[int]:
+        """Add jobs (a workflow) atomically for ``owner``; returns their ids in ``specs`` order.
 
-        Refuses, naming the culprits: duplicate or already-used names, unknown dependencies,
-        dependency cycles. Jobs are inserted in a topological order of the batch.
+        Refuses, naming the culprits: duplicate or already-used names (of this owner), unknown
+        dependencies (another user's job is unknown unless ``see_all``), dependency cycles. Jobs are
+        inserted in a topological order of the batch.
         """
         now = time.time() if now is None else now
         if not specs:
@@ -412,11 +430,11 @@ class Store:
                 batch[spec.name] = i
         order = _topological(specs, batch)
         with self._tx() as conn:
-            taken = self.resolve(conn, batch)
+            taken = self.resolve(conn, batch, owner)
             if taken:
                 raise StoreError(f"job name(s) already in the metaqueue: {', '.join(sorted(taken))}")
             outside = {r for s in specs for r in s.after if r not in batch}
-            known = self.resolve(conn, outside)
+            known = self.resolve(conn, outside, owner, see_all)
             unknown = sorted(outside - set(known))
             if unknown:
                 raise StoreError(f"unknown dependencies: {', '.join(unknown)}")
@@ -441,6 +459,7 @@ class Store:
                 rows.append(
                     {
                         "name": spec.name,
+                        "owner": owner,
                         "command": spec.command,
                         "cwd": spec.cwd,
                         "env": spec.env,
@@ -1397,18 +1416,21 @@ class Store:
 
     # ------------------------------------------------------------------ user actions
 
-    def _refs(self, conn: Connection, refs: Sequence[str]) -> list[int]:
-        known = self.resolve(conn, refs)
+    def _refs(self, conn: Connection, refs: Sequence[str], owner: str = ADMIN, see_all: bool = True) -> list[int]:
+        known = self.resolve(conn, refs, owner, see_all)
         unknown = [r for r in refs if r not in known]
         if unknown:
-            raise StoreError(f"unknown job(s): {', '.join(unknown)}")
+            raise NotFound(f"unknown job(s): {', '.join(unknown)}")
         return list(dict.fromkeys(known[r] for r in refs))
 
-    def cancel(self, refs: Sequence[str], now: float | None = None) -> list[int]:
-        """Cancel queued or running jobs (their dependents become ``dep_failed``); returns those cancelled."""
+    def cancel(
+        self, refs: Sequence[str], now: float | None = None, *, owner: str = ADMIN, see_all: bool = True
+    ) -> list[int]:
+        """Cancel queued or running jobs (their dependents become ``dep_failed``); returns those cancelled.
+        ``owner``'s names; ids of any job when ``see_all``, else of ``owner``'s only (:class:`NotFound`)."""
         now = time.time() if now is None else now
         with self._tx() as conn:
-            ids = self._refs(conn, refs)
+            ids = self._refs(conn, refs, owner, see_all)
             res = conn.execute(
                 update(JOBS)
                 .where(JOBS.c.id.in_(ids), JOBS.c.state.in_([JobState.QUEUED, JobState.RUNNING]))
@@ -1422,11 +1444,14 @@ class Store:
             self._notify(conn)
         return done
 
-    def retry(self, refs: Sequence[str], now: float | None = None) -> list[int]:
-        """Queue failed / cancelled / dependency-failed jobs again, and the dependents they held back."""
+    def retry(
+        self, refs: Sequence[str], now: float | None = None, *, owner: str = ADMIN, see_all: bool = True
+    ) -> list[int]:
+        """Queue failed / cancelled / dependency-failed jobs again, and the dependents they held back
+        (references as :meth:`cancel`)."""
         now = time.time() if now is None else now
         with self._tx() as conn:
-            ids = self._refs(conn, refs)
+            ids = self._refs(conn, refs, owner, see_all)
             rows = conn.execute(select(JOBS.c.id, JOBS.c.name, JOBS.c.state).where(JOBS.c.id.in_(ids))).all()
             bad = [f"{r.name or r.id} ({r.state})" for r in rows if r.state not in BROKEN]
             if bad:
@@ -1492,9 +1517,21 @@ class Store:
     # ------------------------------------------------------------------ queries
 
     def jobs(
-        self, *, states: Sequence[str] = (), site: str | None = None, name_like: str | None = None, limit: int = 0
+        self,
+        *,
+        states: Sequence[str] = (),
+        site: str | None = None,
+        name_like: str | None = None,
+        limit: int = 0,
+        owners: Sequence[str] = (),
+        ids: Sequence[int] = (),
     ) -> list[dict[str, Any]]:
+        """Jobs in id order, filtered (``owners``: only theirs; empty: everyone's)."""
         q = select(JOBS).order_by(JOBS.c.id)
+        if owners:
+            q = q.where(JOBS.c.owner.in_(list(owners)))
+        if ids:
+            q = q.where(JOBS.c.id.in_(list(ids)))
         if states:
             q = q.where(JOBS.c.state.in_(list(states)))
         if site:
@@ -1506,9 +1543,10 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
-    def job(self, ref: str) -> dict[str, Any]:
+    def job(self, ref: str, *, owner: str = ADMIN, see_all: bool = True) -> dict[str, Any]:
+        """One job by name or id (as :meth:`cancel`), with ``after`` (its dependencies' ids)."""
         with self.engine.connect() as conn:
-            (jid,) = self._refs(conn, [ref])
+            (jid,) = self._refs(conn, [ref], owner, see_all)
             row = conn.execute(select(JOBS).where(JOBS.c.id == jid)).one()
             after = [r for (r,) in conn.execute(select(DEPS.c.after_id).where(DEPS.c.job_id == jid))]
         out = dict(row._mapping)
@@ -1538,6 +1576,65 @@ class Store:
             q = q.where(EVENTS.c.job_id == job_id)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
+
+    # ------------------------------------------------------------------ users
+
+    def add_user(self, name: str, role: str = "user", now: float | None = None) -> str:
+        """Create user ``name`` and return their new token (only its SHA-256 is stored: shown once)."""
+        if not USER_NAME.match(name):
+            raise StoreError(
+                f"bad user name {name!r}: a letter, then letters, digits, '.', '_' or '-' (at most 100 characters)"
+            )
+        if name == ADMIN:
+            raise StoreError(f"{ADMIN!r} is the server token's identity: choose another name")
+        if role not in ROLES:
+            raise StoreError(f"bad role {role!r}: one of {', '.join(ROLES)}")
+        token = secrets.token_urlsafe(32)
+        with self._tx() as conn:
+            if conn.execute(select(USERS.c.name).where(USERS.c.name == name)).first():
+                raise StoreError(f"user {name!r} exists already (remove it first to issue a new token)")
+            conn.execute(
+                insert(USERS),
+                [
+                    {
+                        "name": name,
+                        "token_hash": token_hash(token),
+                        "role": role,
+                        "created_at": time.time() if now is None else now,
+                    }
+                ],
+            )
+        return token
+
+    def remove_user(self, name: str) -> None:
+        """Remove user ``name``: their token stops working at once; their jobs stay (an admin sees them)."""
+        with self._tx() as conn:
+            if not conn.execute(USERS.delete().where(USERS.c.name == name)).rowcount:
+                raise NotFound(f"unknown user {name!r}")
+
+    def users(self) -> list[dict[str, Any]]:
+        """Every user with their role, creation time and number of jobs per state (no token, no hash)."""
+        with self.engine.connect() as conn:
+            rows = [
+                dict(r._mapping)
+                for r in conn.execute(select(USERS.c.name, USERS.c.role, USERS.c.created_at).order_by(USERS.c.name))
+            ]
+            counts: dict[str, dict[str, int]] = defaultdict(dict)
+            for owner, st, n in conn.execute(
+                select(JOBS.c.owner, JOBS.c.state, func.count()).group_by(JOBS.c.owner, JOBS.c.state)
+            ):
+                counts[owner][st] = n
+        for r in rows:
+            r["jobs"] = counts.get(r["name"], {})
+        return rows
+
+    def user_for_token(self, token: str) -> tuple[str, str] | None:
+        """``(name, role)`` of the user holding ``token``, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(USERS.c.name, USERS.c.role).where(USERS.c.token_hash == token_hash(token))
+            ).first()
+        return None if row is None else (row.name, row.role)
 
     # ------------------------------------------------------------------ sites and placeholders
 
@@ -1671,6 +1768,11 @@ _WORLD_SQL = (
     " FROM placeholders p LEFT JOIN jobs j ON j.placeholder_id = p.id AND j.state = 'running'"
     " WHERE p.state IN ('submitted', 'queued', 'running')"
 )
+
+
+def token_hash(token: str) -> str:
+    """What is stored of a user's token. A plain SHA-256 suffices: tokens are 256 random bits, not passwords."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _raw(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
