@@ -580,6 +580,9 @@ class SiteManager:
     def _site_info(self, site: _Site) -> dict[str, Any]:
         cfg = site.cfg
         info: dict[str, Any] = {"queue": cfg.queue, "cpus": cfg.cpus, "limit": cfg.limit, "where": site.runner.target}
+        # What one placeholder holds: the jobs' REASON column says "no site fits" from these (issue 36).
+        info["mem_mb"] = cfg.mem_mb
+        info["wall_time_s"] = cfg.wall_time_s
         info["reach"] = {"state": "down" if site.down_since is not None else "up", "since": site.down_since}
         if site.last_error:
             info["reach"]["error"] = site.last_error[:300]

@@ -72,12 +72,14 @@ class JobRow(Base):
 
 
 class DependencyRow(Base):
-    """``job_id`` runs only after ``after_id`` is done."""
+    """``job_id`` runs only after ``after_id`` ended as ``kind`` asks (``sbatch --dependency``'s types):
+    ``ok`` (done), ``any`` (ended in any way), ``notok`` (failed, cancelled or dependency failed)."""
 
     __tablename__ = "dependencies"
 
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     after_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(8), default="ok", server_default="ok")
 
     __table_args__ = (Index("ix_dependencies_after", "after_id"),)
 

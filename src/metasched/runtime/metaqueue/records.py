@@ -15,6 +15,28 @@ class NotFound(StoreError, LookupError):
     """A job that does not exist, or is not yours (the two are not told apart: HTTP 404 for both)."""
 
 
+#: Dependency kinds, as ``sbatch --dependency``'s afterok, afterany and afternotok.
+DEP_KINDS = ("ok", "any", "notok")
+
+
+def dep_satisfied(kind: str, state: str) -> bool:
+    """Whether a dependency of ``kind`` on a job in ``state`` lets the dependent run."""
+    if kind == "any":
+        return state in ("done", "failed", "cancelled", "dep_failed")
+    if kind == "notok":
+        return state in ("failed", "cancelled", "dep_failed")
+    return state == "done"
+
+
+def dep_violated(kind: str, state: str) -> bool:
+    """Whether a dependency of ``kind`` on a job in ``state`` can never be met (the dependent never runs)."""
+    if kind == "any":
+        return False
+    if kind == "notok":
+        return state == "done"
+    return state in ("failed", "cancelled", "dep_failed")
+
+
 #: The owner of the jobs of the old single-token setup and of the embedded database (``--db``).
 ADMIN = "admin"
 
@@ -42,6 +64,8 @@ class JobSpec:
     #: MPI ranks and nodes (a parallel job; ``cpus`` is then per task): ``tasks x cpus`` cpus over ``nodes`` nodes.
     tasks: int = 1
     nodes: int = 1
+    #: The kind of some of the ``after`` references: ``any`` or ``notok`` (absent: ``ok``, as ``afterok``).
+    after_kinds: dict[str, str] = field(default_factory=dict)
 
     @property
     def total_cpus(self) -> int:
@@ -72,6 +96,9 @@ class JobSpec:
                 raise StoreError(f"{where}: parameter name {key!r} must be an identifier (letters, digits, _)")
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise StoreError(f"{where}: parameter {key!r} must be a finite number, got {value!r}")
+        for ref, kind in self.after_kinds.items():
+            if kind not in DEP_KINDS or ref not in self.after:
+                raise StoreError(f"{where}: bad dependency kind {kind!r} of {ref!r}: ok, any or notok")
         for lic, count in self.licences.items():
             if count < 1:
                 raise StoreError(f"{where}: licence {lic!r} count must be >= 1")

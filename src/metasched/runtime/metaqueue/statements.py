@@ -54,7 +54,7 @@ class Statements:
             "SELECT :now, CASE WHEN EXISTS (SELECT 1 FROM f) THEN :kind ELSE 'stale_complete' END, :job_id, :ph, "
             "CASE WHEN EXISTS (SELECT 1 FROM f) THEN :detail ELSE :stale_detail END), "
             "d AS (UPDATE jobs SET pending_deps = pending_deps - 1 WHERE :state = 'done' "
-            "AND id IN (SELECT job_id FROM dependencies WHERE after_id IN (SELECT id FROM f))) "
+            "AND id IN (SELECT job_id FROM dependencies WHERE kind <> 'notok' AND after_id IN (SELECT id FROM f))) "
             "SELECT id FROM f"
         )
         #: PostgreSQL only: the whole of a report's completions in one statement (:attr:`finish_all` for
@@ -77,7 +77,8 @@ class Statements:
             "THEN 'attempt ' || r.attempt || ' exit ' || r.exit_code ELSE 'exit ' || r.exit_code END "
             "FROM r LEFT JOIN f ON f.id = r.job_id), "
             "d AS (UPDATE jobs SET pending_deps = jobs.pending_deps - x.n FROM (SELECT job_id, count(*) AS n "
-            "FROM dependencies WHERE after_id IN (SELECT id FROM f WHERE state = 'done') GROUP BY job_id) x "
+            "FROM dependencies WHERE kind <> 'notok' AND after_id IN (SELECT id FROM f WHERE state = 'done') "
+            "GROUP BY job_id) x "
             "WHERE jobs.id = x.job_id), "
             "p AS (UPDATE placeholders SET jobs_run = jobs_run + (SELECT count(*) FROM f), last_seen_at = :now "
             "WHERE id = :ph AND EXISTS (SELECT 1 FROM f)) "
@@ -86,7 +87,7 @@ class Statements:
         self.ran = self._("UPDATE placeholders SET jobs_run = jobs_run + :n, last_seen_at = :now WHERE id = :ph")
         self.release_deps = self._(
             "UPDATE jobs SET pending_deps = pending_deps - 1 "
-            "WHERE id IN (SELECT job_id FROM dependencies WHERE after_id = :job_id)"
+            "WHERE id IN (SELECT job_id FROM dependencies WHERE after_id = :job_id AND kind <> 'notok')"
         )
         self.renew = self._(
             "UPDATE jobs SET lease_until = :lease WHERE placeholder_id = :ph AND state = 'running' "

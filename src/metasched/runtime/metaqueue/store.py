@@ -68,7 +68,16 @@ from metasched.runtime.metaqueue.models import (
     SiteRow,
     UserRow,
 )
-from metasched.runtime.metaqueue.records import ADMIN, ClaimedJob, ClaimResult, JobSpec, NotFound, StoreError
+from metasched.runtime.metaqueue.records import (
+    ADMIN,
+    ClaimedJob,
+    ClaimResult,
+    JobSpec,
+    NotFound,
+    StoreError,
+    dep_satisfied,
+    dep_violated,
+)
 from metasched.runtime.metaqueue.secure import private_dir, private_file
 from metasched.runtime.metaqueue.statements import Statements, ids_params, json_value
 from metasched.runtime.metaqueue.states import BROKEN, JobState
@@ -428,9 +437,15 @@ class Store:
                 if spec.name in batch:
                     raise StoreError(f"duplicate job name {spec.name!r} in this submission")
                 batch[spec.name] = i
+        names = dict(batch)
+        for spec in specs:
+            for ref in spec.after:
+                # "\0<i>": the i-th job of this submission (arrays' throttle; no name needed).
+                if ref.startswith("\0") and ref[1:].isdigit() and int(ref[1:]) < len(specs):
+                    batch[ref] = int(ref[1:])
         order = _topological(specs, batch)
         with self._tx() as conn:
-            taken = self.resolve(conn, batch, owner)
+            taken = self.resolve(conn, names, owner)
             if taken:
                 raise StoreError(f"job name(s) already in the metaqueue: {', '.join(sorted(taken))}")
             outside = {r for s in specs for r in s.after if r not in batch}
@@ -447,12 +462,13 @@ class Store:
             rows = []
             for i in order:
                 spec = specs[i]
-                pending, broken = 0, None
+                pending, broken, why = 0, None, ""
                 for ref in dict.fromkeys(spec.after):
                     st = state_of[batch[ref]] if ref in batch else ext_state[known[ref]]
-                    if st in BROKEN:
-                        broken = ref
-                    elif st != JobState.DONE:
+                    kind = spec.after_kinds.get(ref, "ok")
+                    if dep_violated(kind, st):
+                        broken, why = ref, _never_reason(ref, kind, st)
+                    elif not dep_satisfied(kind, st):
                         pending += 1
                 state = JobState.DEP_FAILED if broken else JobState.QUEUED
                 state_of[i] = state
@@ -476,7 +492,7 @@ class Store:
                         "pending_deps": pending,
                         "attempts": 0,
                         "max_attempts": spec.max_attempts,
-                        "reason": f"dependency {broken} failed" if broken else "",
+                        "reason": why,
                         "submit_at": now,
                     }
                 )
@@ -487,7 +503,7 @@ class Store:
             for i, spec in enumerate(specs):
                 for ref in dict.fromkeys(spec.after):
                     after = ids[batch[ref]] if ref in batch else known[ref]
-                    dep_rows.append({"job_id": ids[i], "after_id": after})
+                    dep_rows.append({"job_id": ids[i], "after_id": after, "kind": spec.after_kinds.get(ref, "ok")})
             if dep_rows:
                 conn.execute(insert(DEPS), dep_rows)
             conn.execute(insert(EVENTS), [{"at": now, "kind": "submit", "job_id": j, "detail": ""} for j in ids])
@@ -1127,6 +1143,8 @@ class Store:
                 _run(conn, self._sql.ran, {"n": 1, "now": now, "ph": placeholder_id})
             if state != JobState.DONE:
                 self._cascade_failure(conn, [job_id], now)
+            else:
+                self._cascade_done(conn, [job_id], now)
             return True
         res = _run(conn, self._sql.finish, params)
         ok = res.rowcount == 1
@@ -1148,6 +1166,7 @@ class Store:
             _run(conn, self._sql.ran, {"n": 1, "now": now, "ph": placeholder_id})
         if state == JobState.DONE:
             _run(conn, self._sql.release_deps, {"job_id": job_id})
+            self._cascade_done(conn, [job_id], now)
         else:
             self._cascade_failure(conn, [job_id], now)
         return True
@@ -1173,6 +1192,8 @@ class Store:
         failed = [jid for jid, state in finished.items() if state != JobState.DONE]
         if failed:
             self._cascade_failure(conn, failed, now)
+        if len(failed) < len(finished):
+            self._cascade_done(conn, [jid for jid, state in finished.items() if state == JobState.DONE], now)
         return [jid in finished for jid in ids]
 
     def report(
@@ -1321,33 +1342,61 @@ class Store:
             self._notify(conn)
         return back
 
-    def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float) -> None:
-        names = dict(conn.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.id.in_(roots))).all())
-        todo = deque((r, names.get(r) or str(r)) for r in roots)
+    def _cascade_done(self, conn: Connection, done: Sequence[int], now: float) -> None:
+        """The ``afternotok`` dependents of jobs that just succeeded never run (one indexed probe when none)."""
+        hit = [
+            a
+            for (a,) in conn.execute(
+                select(DEPS.c.after_id).distinct().where(DEPS.c.after_id.in_(list(done)), DEPS.c.kind == "notok")
+            )
+        ]
+        if hit:
+            self._cascade_failure(conn, hit, now, done=True)
+
+    def _cascade_failure(self, conn: Connection, roots: Sequence[int], now: float, *, done: bool = False) -> None:
+        """The dependents of ``roots``, which just ended (failed, cancelled or, with ``done``, succeeded),
+        by dependency kind: one that can never be met makes the queued dependent ``dep_failed`` (and so on
+        down, the reason naming the root); an ``any`` / ``notok`` one met by a failure counts as done
+        (``pending_deps`` - 1). The release of the ``ok`` / ``any`` dependents of a DONE job is the
+        completion statements' (``statements.py``)."""
+        info = {
+            jid: (name or str(jid), st)
+            for jid, name, st in conn.execute(select(JOBS.c.id, JOBS.c.name, JOBS.c.state).where(JOBS.c.id.in_(roots)))
+        }
+        todo = deque((r, *info.get(r, (str(r), JobState.FAILED))) for r in roots)
         seen = set(roots)
         while todo:
-            jid, root = todo.popleft()
-            deps = [d for (d,) in conn.execute(select(DEPS.c.job_id).where(DEPS.c.after_id == jid)) if d not in seen]
-            if not deps:
+            jid, root, root_state = todo.popleft()
+            st = JobState.DONE if done and jid in info else (root_state if jid in info else JobState.DEP_FAILED)
+            kids = [(d, k) for d, k in conn.execute(select(DEPS.c.job_id, DEPS.c.kind).where(DEPS.c.after_id == jid))]
+            if done and jid in info:
+                kids = [(d, k) for d, k in kids if k == "notok"]
+            broken = [d for d, k in kids if d not in seen and dep_violated(k, st)]
+            met = [d for d, k in kids if k != "ok" and dep_satisfied(k, st)]
+            if met:
+                conn.execute(
+                    update(JOBS)
+                    .where(JOBS.c.id.in_(met), JOBS.c.state == JobState.QUEUED)
+                    .values(pending_deps=JOBS.c.pending_deps - 1)
+                )
+            if not broken:
                 continue
+            kind = "notok" if done else "ok"
+            why = _never_reason(root, kind, root_state)
             res = conn.execute(
                 update(JOBS)
-                .where(JOBS.c.id.in_(deps), JOBS.c.state == JobState.QUEUED)
-                .values(state=JobState.DEP_FAILED, reason=f"dependency {root} failed")
+                .where(JOBS.c.id.in_(broken), JOBS.c.state == JobState.QUEUED)
+                .values(state=JobState.DEP_FAILED, reason=why)
                 .returning(JOBS.c.id)
             )
             hit = [r for (r,) in res]
             if hit:
                 conn.execute(
-                    insert(EVENTS),
-                    [
-                        {"at": now, "kind": "dep_failed", "job_id": h, "detail": f"dependency {root} failed"}
-                        for h in hit
-                    ],
+                    insert(EVENTS), [{"at": now, "kind": "dep_failed", "job_id": h, "detail": why} for h in hit]
                 )
             for h in hit:
                 seen.add(h)
-                todo.append((h, root))
+                todo.append((h, root, root_state))
 
     def expire_leases(self, now: float | None = None) -> list[int]:
         """Take back running jobs whose lease ended: requeued (attempt counted) or, past the retry limit, failed."""
@@ -1465,11 +1514,11 @@ class Store:
                     continue
                 seen.add(jid)
                 deps = conn.execute(
-                    select(JOBS.c.id, JOBS.c.name, JOBS.c.state)
+                    select(JOBS.c.id, JOBS.c.name, JOBS.c.state, DEPS.c.kind)
                     .join(DEPS, DEPS.c.after_id == JOBS.c.id)
                     .where(DEPS.c.job_id == jid)
                 ).all()
-                broken = [d for d in deps if d.state in BROKEN and d.id not in seen]
+                broken = [d for d in deps if dep_violated(d.kind, d.state) and d.id not in seen]
                 if broken:
                     if jid in ids:
                         label = next((r.name for r in rows if r.id == jid and r.name), jid)
@@ -1478,7 +1527,7 @@ class Store:
                             "which did not succeed: retry that first (or together)"
                         )
                     continue
-                pending = sum(1 for d in deps if d.state != JobState.DONE)
+                pending = sum(1 for d in deps if not dep_satisfied(d.kind, d.state))
                 conn.execute(
                     update(JOBS)
                     .where(JOBS.c.id == jid)
@@ -1506,11 +1555,15 @@ class Store:
                     todo.append(child)
             # A requeued job may have been counted before a sibling dependency was requeued: recount.
             for jid in requeued:
-                pending = conn.execute(
-                    select(func.count())
-                    .select_from(DEPS.join(JOBS, DEPS.c.after_id == JOBS.c.id))
-                    .where(DEPS.c.job_id == jid, JOBS.c.state != JobState.DONE)
-                ).scalar_one()
+                pending = sum(
+                    1
+                    for kind, st in conn.execute(
+                        select(DEPS.c.kind, JOBS.c.state)
+                        .select_from(DEPS.join(JOBS, DEPS.c.after_id == JOBS.c.id))
+                        .where(DEPS.c.job_id == jid)
+                    )
+                    if not dep_satisfied(kind, st)
+                )
                 conn.execute(update(JOBS).where(JOBS.c.id == jid).values(pending_deps=pending))
         return requeued
 
@@ -1768,6 +1821,17 @@ _WORLD_SQL = (
     " FROM placeholders p LEFT JOIN jobs j ON j.placeholder_id = p.id AND j.state = 'running'"
     " WHERE p.state IN ('submitted', 'queued', 'running')"
 )
+
+
+def _never_reason(ref: object, kind: str, state: str) -> str:
+    """Why a dependent never runs: its dependency ``ref`` (in ``state``) can no longer meet ``kind``."""
+    if kind == "notok":
+        return f"dependency {ref} succeeded (afternotok)"
+    if state == JobState.CANCELLED:
+        return f"dependency {ref} was cancelled"
+    if state == JobState.DEP_FAILED:
+        return f"dependency {ref} never ran"
+    return f"dependency {ref} failed"
 
 
 def token_hash(token: str) -> str:

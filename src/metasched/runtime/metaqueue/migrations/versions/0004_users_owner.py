@@ -1,6 +1,7 @@
-"""Users and job owners (issue 36): a ``users`` table (token hashes only), ``jobs.owner``; job names are
-unique per owner, no longer across the metaqueue. Jobs from before belong to ``admin`` (the old single
-token's identity).
+"""Users and job owners, dependency kinds (issue 36): a ``users`` table (token hashes only),
+``jobs.owner`` (jobs from before belong to ``admin``, the old single token's identity); job names are
+unique per owner, no longer across the metaqueue. ``dependencies.kind``: ``ok`` (as before), ``any`` or
+``notok`` (``sbatch --dependency``).
 
 Revision ID: 0004
 Revises: 0003
@@ -34,9 +35,13 @@ def upgrade() -> None:
         batch.drop_constraint("jobs_name_key" if postgres else "uq_jobs_name", type_="unique")
         batch.create_unique_constraint("uq_jobs_owner_name", ["owner", "name"])
         batch.create_index("ix_jobs_owner_state", ["owner", "state"])
+    with op.batch_alter_table("dependencies") as batch:
+        batch.add_column(sa.Column("kind", sa.String(8), nullable=False, server_default="ok"))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("dependencies") as batch:
+        batch.drop_column("kind")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_index("ix_jobs_owner_state")
         batch.drop_constraint("uq_jobs_owner_name", type_="unique")
