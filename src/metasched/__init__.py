@@ -25,6 +25,9 @@ _API = {
     "Platform": "metasched.model.platform",
     "SiteSpec": "metasched.model.platform",
     "Job": "metasched.model.job",
+    # The metaqueue's Python API (issue 36); its jobs are metasched.client.Job.
+    "Client": "metasched.client",
+    "NotFound": "metasched.client",
 }
 __all__ = ["__version__", *_API]
 

@@ -58,7 +58,16 @@ def server(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
     lease: Annotated[float, typer.Option(help="Lease (s) a placeholder keeps a job without heartbeat.")] = 60.0,
-    token_file: Annotated[Path | None, typer.Option(help="Bearer token file (created 0600 if absent).")] = None,
+    token_file: Annotated[
+        Path | None, typer.Option(help="The admin's bearer token file (created 0600 if absent).")
+    ] = None,
+    agent_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="The placeholders' site/agent token file (created 0600 if absent): with it, only this token "
+            "claims and the admin's token only uses the user API. Without it, the one token does both."
+        ),
+    ] = None,
     policy: PolicyOpt = "fcfs",
     metrics: Annotated[
         bool,
@@ -94,6 +103,7 @@ def server(
         token = ensure_token(token_file)
         # A read-only token for the dashboard page, next to the main one (shareable: it opens no protocol call).
         dash_token = ensure_token((token_file or token_path()).with_name("dashboard-token"))
+        agent_token = ensure_token(agent_token_file) if agent_token_file else None
     except TokenError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -104,7 +114,14 @@ def server(
         err=True,
     )
     uvicorn.run(
-        create_app(store, token, dashboard_token=dash_token, metrics=metrics, metrics_open=metrics_open),
+        create_app(
+            store,
+            token,
+            dashboard_token=dash_token,
+            metrics=metrics,
+            metrics_open=metrics_open,
+            agent_token=agent_token,
+        ),
         host=host,
         port=port,
         log_level="info" if verbose else "warning",

@@ -48,13 +48,28 @@ COMMANDS: dict[str, tuple[str | tuple[str, ...], str]] = {
         "metasched.cli.queue",
         "Print the JSON Schema of a workflow file (also shipped as metasched/runtime/metaqueue/workflow.schema.json).",
     ),
-    "status": ("metasched.cli.queue", "Table of jobs with filters; --watch keeps it live."),
+    "status": (
+        "metasched.cli.queue",
+        "Table of jobs with filters and a REASON column (as squeue); --watch keeps it live.",
+    ),
+    "show": (
+        "metasched.cli.queue",
+        "Everything about one job: command, resources, state and reason, dependencies, history.",
+    ),
+    "wait": (
+        "metasched.cli.queue",
+        "Wait until the jobs end; the exit status is the worst job's (0: all done; a failed job's exit code; 1: "
+        "cancelled or never ran).",
+    ),
     "cancel": ("metasched.cli.queue", "Cancel queued or running jobs; their dependents become 'dependency failed'."),
     "retry": (
         "metasched.cli.queue",
         "Queue failed, cancelled or dependency-failed jobs again (and the dependents they held back).",
     ),
-    "logs": ("metasched.cli.queue", "Print a job's output (last run) or its event log."),
+    "logs": (
+        "metasched.cli.queue",
+        "Print a job's output (last run: stdout, or stderr when that is all it wrote) or its event log.",
+    ),
     "user": (
         "metasched.cli.users:app",
         "Users of the server and their tokens: add (prints the token once), list, remove.",
@@ -195,7 +210,8 @@ app = typer.Typer(
     name="metasched",
     help="Metascheduler for batch jobs across heterogeneous sites: simulate policies on traces, run them live.",
     no_args_is_help=True,
-    add_completion=False,
+    # Typer's shell completion: metasched --install-completion (bash, zsh, fish, PowerShell).
+    add_completion=True,
     cls=_MainGroup,
 )
 _MainGroup.typer_app = app

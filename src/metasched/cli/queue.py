@@ -1,11 +1,14 @@
-"""User commands of the live metaqueue: submit, submit-workflow, status, cancel, retry, logs.
+"""User commands of the live metaqueue: submit, submit-workflow, status, show, wait, cancel, retry, logs.
 
-They work directly on the database (``--db URL``, default ``$METASCHED_DB`` or the embedded SQLite
-file in ``$METASCHED_HOME``), so a small setup needs no server.
+A thin layer over the Python API (:class:`metasched.Client`): on the database directly (``--db URL``,
+default ``$METASCHED_DB`` or the embedded SQLite file in ``$METASCHED_HOME``), so a small setup needs no
+server; or through ``metasched server`` (``--server URL`` or ``$METASCHED_SERVER``, with the user's token in
+``$METASCHED_TOKEN`` or the file ``$METASCHED_TOKEN_FILE``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import time
@@ -20,13 +23,18 @@ from rich.table import Table
 
 from metasched.cli.main import app
 from metasched.runtime.metaqueue.records import StoreError
-from metasched.runtime.metaqueue.workflow import read_workflow, submit_spec
 
 if TYPE_CHECKING:
+    from metasched.client import Client
     from metasched.runtime.metaqueue.store import Store
 
 console = Console()
 DbOpt = Annotated[str | None, typer.Option("--db", help="Database URL (sqlite:///PATH or postgresql://...).")]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option("--server", envvar="METASCHED_SERVER", help="metasched server URL (token: $METASCHED_TOKEN)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of text.")]
 
 STATE_STYLE = {
     "queued": "yellow",
@@ -36,6 +44,8 @@ STATE_STYLE = {
     "cancelled": "magenta",
     "dep_failed": "red",
 }
+#: ``metasched wait``'s exit status when the jobs had not all ended by ``--timeout`` (as timeout(1)).
+EXIT_TIMEOUT = 124
 
 
 def _open(db: str | None) -> Store:
@@ -47,16 +57,37 @@ def _open(db: str | None) -> Store:
         raise _fail(str(exc)) from None
 
 
+def _client(db: str | None, server: str | None) -> Client:
+    from metasched.client import Client
+
+    if db and server:
+        raise _fail("give --db or --server, not both")
+    try:
+        return Client(server, db=db) if server else Client(db=db)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+
+
 def _fail(msg: str) -> typer.Exit:
     typer.echo(f"error: {' '.join(msg.split())}", err=True)
     return typer.Exit(2)
+
+
+def _json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=1, default=str))
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def submit(
     command: Annotated[list[str], typer.Argument(help="The command line (after --).")],
     name: Annotated[str | None, typer.Option(help="Job name (unique, not all digits), for --after and status.")] = None,
-    after: Annotated[str, typer.Option(help="Comma-separated names or ids this job waits for.")] = "",
+    after: Annotated[
+        str,
+        typer.Option(
+            help="Jobs this one waits for, comma-separated names or ids (afterok), or as sbatch --dependency: "
+            "afterok:A[:B], afterany:A, afternotok:A."
+        ),
+    ] = "",
     cpus: Annotated[int, typer.Option(help="CPUs the job needs (per task with --tasks).")] = 1,
     tasks: Annotated[int, typer.Option(help="MPI ranks, started by the site's launcher (srun, mpirun).")] = 1,
     nodes: Annotated[int, typer.Option(help="Nodes the tasks are spread over.")] = 1,
@@ -73,35 +104,88 @@ def submit(
         list[str] | None, typer.Option(help="NAME=NUMBER for the run-time formula of the job's kind (repeatable).")
     ] = None,
     max_attempts: Annotated[int, typer.Option(help="Runs allowed when placeholders vanish.")] = 3,
+    array: Annotated[
+        str | None,
+        typer.Option(
+            help="An array, as sbatch --array: 1-100[:step][%max_running] or 1,5,9; the index is in "
+            "$METASCHED_ARRAY_INDEX and replaces {index} in the command."
+        ),
+    ] = None,
+    each_line: Annotated[
+        Path | None,
+        typer.Option(
+            help="One job per line of FILE: the line replaces {line} and is in $METASCHED_ARRAY_LINE, "
+            "its number (from 1) in $METASCHED_ARRAY_INDEX."
+        ),
+    ] = None,
+    parsable: Annotated[bool, typer.Option("--parsable", help="Print only the job id(s), one per line.")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Add one job: metasched submit [--name N] [--after A,B] [--cpus C] [--mem M] [--licence L] [--time T] -- CMD..."""
+    from metasched.client import Job, spec_of
+
+    job: dict[str, Any] = {
+        "command": command[0] if len(command) == 1 else shlex.join(command),
+        "name": name,
+        "after": [a.strip() for a in after.split(",") if a.strip()] or None,
+        "cpus": cpus,
+        "tasks": tasks,
+        "nodes": nodes,
+        "mem": mem,
+        "licences": licence or None,
+        "time": time_,
+        "deadline": deadline,
+        "user_class": user_class,
+        "params": param or None,
+        "max_attempts": max_attempts,
+        "cwd": os.getcwd(),
+    }
+    job = {k: v for k, v in job.items() if v is not None}
+    lines = None
     try:
-        # One typed description with the workflow file's entries: the same checks, errors naming the option.
-        spec = submit_spec(
-            command[0] if len(command) == 1 else shlex.join(command),
-            os.getcwd(),
-            name=name,
-            after=[a.strip() for a in after.split(",") if a.strip()],
-            cpus=cpus,
-            tasks=tasks,
-            nodes=nodes,
-            mem=mem,
-            licences=licence or [],
-            time=time_,
-            deadline=deadline,
-            user_class=user_class,
-            params=param or [],
-            max_attempts=max_attempts,
-        )
+        spec_of(job)  # every option checked here, naming it, before any database or server is touched
+        if array is not None and each_line is not None:
+            raise StoreError("give --array or --each-line, not both")
+        if array is not None:
+            from metasched.runtime.metaqueue.arrays import parse_array
+
+            parse_array(array)
+        if each_line is not None:
+            lines = _lines(each_line)
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    store = _open(db)
+    client = _client(db, server)
+    body: dict[str, Any] = {"jobs": [job]}
+    if array is not None:
+        body["array"] = array
+    if lines is not None:
+        body["lines"] = lines
     try:
-        (job_id,) = store.submit([spec])
+        ids = client._backend.submit(body)
+        jobs: list[Job] = client._fetch(ids) if as_json else []
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(job_id)
+    if as_json:
+        _json([j._data for j in jobs])
+    elif parsable or (array is None and lines is None):
+        typer.echo("\n".join(map(str, ids)))
+    else:
+        typer.echo(f"submitted an array of {len(ids)} jobs: {ids[0]}..{ids[-1]}")
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StoreError(f"cannot read --each-line {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise StoreError(f"--each-line {path}: not UTF-8 text") from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise StoreError(f"--each-line {path}: no line (blank lines are skipped)")
+    return lines
 
 
 @app.command("workflow-schema")
@@ -117,33 +201,63 @@ def workflow_schema() -> None:
 @app.command("submit-workflow")
 def submit_workflow(
     file: Annotated[Path, typer.Argument(help="YAML list of jobs, or Trellis '-deps \"A B\" -l L -c CMD' lines.")],
+    as_json: JsonOpt = False,
     db: DbOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Add a workflow (all or nothing): unknown dependencies and cycles are refused, naming them."""
-    store = _open(db)
     try:
-        specs = read_workflow(file, default_cwd=os.getcwd())
-        ids = store.submit(specs)
+        from metasched.runtime.metaqueue.workflow import read_workflow
+
+        read_workflow(file, default_cwd=os.getcwd())  # refused here, naming the file's line, before connecting
+        client = _client(db, server)
+        jobs = client.submit_workflow(file)
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"submitted {len(ids)} jobs ({ids[0]}..{ids[-1]})" if ids else "empty workflow")
+    if as_json:
+        _json([j._data for j in jobs])
+    else:
+        console.print(f"submitted {len(jobs)} jobs ({jobs[0].id}..{jobs[-1].id})" if jobs else "empty workflow")
 
 
 def _fmt_t(t: float | None) -> str:
     return datetime.fromtimestamp(t).strftime("%H:%M:%S") if t else ""
 
 
-def _table(store: Store, states: list[str], site: str | None, name: str | None, limit: int) -> Table:
-    counts = store.counts()
+def _fmt_s(seconds: float | None) -> str:
+    if not seconds:
+        return ""
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    d, h = divmod(h, 24)
+    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def _rows(
+    client: Client, refs: list[str], states: list[str], site: str | None, name: str | None, owners: list[str]
+) -> list[dict[str, Any]]:
+    ids: list[int] = []
+    if refs:
+        found = [client.job(r) for r in refs]
+        ids = [j.id for j in found]
+    return client._backend.jobs(states=states, name=name, owners=owners, ids=ids, site=site)
+
+
+def _table(rows: list[dict[str, Any]], limit: int, down: dict[str, str]) -> Table:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    # ready: queued with every dependency met (what a placeholder could claim now)
+    counts["ready"] = sum(1 for r in rows if r["state"] == "queued" and not r["reason"].startswith("waiting on"))
     summary = "  ".join(f"{k}={v}" for k, v in sorted(counts.items()))
     table = Table(title=f"metaqueue  {summary}", title_justify="left")
-    for col in ("id", "name", "state", "cpus", "site", "attempts", "exit", "submitted", "started", "ended", "reason"):
+    owners = len({r["owner"] for r in rows}) > 1
+    cols = ["id", "name", *(["owner"] if owners else []), "state", "cpus", "time", "site", "attempts", "exit"]
+    for col in (*cols, "submitted", "started", "ended", "reason"):
         table.add_column(col, overflow="fold")
-    down = _down_sites(store)
     if down:
         table.caption = "\n".join(f"site {n} is DOWN: {why}" for n, why in sorted(down.items()))
         table.caption_justify = "left"
-    rows: list[dict[str, Any]] = store.jobs(states=states, site=site, name_like=name)
     if limit and len(rows) > limit:
         rows = rows[-limit:]
     for r in rows:
@@ -151,8 +265,10 @@ def _table(store: Store, states: list[str], site: str | None, name: str | None, 
         table.add_row(
             str(r["id"]),
             r["name"] or "",
+            *([r["owner"]] if owners else []),
             f"[{STATE_STYLE.get(st, '')}]{st}[/]",
             str(r["cpus"]),
+            _fmt_s(r["time_s"]),
             (r["site"] or "") + (" [red](down)[/]" if r["site"] in down else ""),
             str(r["attempts"]),
             "" if r["exit_code"] is None else str(r["exit_code"]),
@@ -164,8 +280,11 @@ def _table(store: Store, states: list[str], site: str | None, name: str | None, 
     return table
 
 
-def _down_sites(store: Store) -> dict[str, str]:
+def _down_sites(client: Client) -> dict[str, str]:
     """Sites the site manager marked down, with since when and why (``metasched sites run`` records it)."""
+    store = getattr(client._backend, "store", None)
+    if store is None:  # through a server: the REASON column says "site down"
+        return {}
     out = {}
     for s in store.sites():
         reach = (s["config"] or {}).get("reach") or {}
@@ -177,46 +296,146 @@ def _down_sites(store: Store) -> dict[str, str]:
 
 @app.command()
 def status(
-    state: Annotated[list[str] | None, typer.Option(help="Only jobs in this state (repeatable).")] = None,
+    jobs: Annotated[list[str] | None, typer.Argument(help="Only these jobs (names or ids).")] = None,
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only jobs in this state (repeatable): queued, running, done, failed, cancelled, dep_failed."
+        ),
+    ] = None,
     site: Annotated[str | None, typer.Option(help="Only jobs that ran at this site.")] = None,
     name: Annotated[str | None, typer.Option(help="Only names matching this pattern (* wildcard).")] = None,
-    limit: Annotated[int, typer.Option(help="Show at most the last N jobs (0 = all).")] = 50,
+    owner: Annotated[list[str] | None, typer.Option(help="Only this user's jobs (repeatable; admin).")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most the last N jobs (0 = all; --json: all).")] = 50,
     watch: Annotated[bool, typer.Option("--watch", help="Refresh every --interval seconds until Ctrl-C.")] = False,
     interval: Annotated[float, typer.Option(help="Refresh interval for --watch.")] = 2.0,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
+    server: ServerOpt = None,
 ) -> None:
-    """Table of jobs with filters; --watch keeps it live."""
-    store = _open(db)
-    states = state or []
-    if not watch:
-        console.print(_table(store, states, site, name, limit))
+    """Table of jobs with filters and a REASON column (as squeue); --watch keeps it live."""
+    from metasched.runtime.metaqueue.userops import check_states
+
+    try:
+        check_states(state or [])
+    except StoreError as exc:
+        raise _fail(f"--state: {exc}") from None
+    client = _client(db, server)
+    args = (client, list(jobs or []), list(state or []), site, name, list(owner or []))
+    try:
+        rows = _rows(*args)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        _json(rows)
         return
-    with Live(_table(store, states, site, name, limit), console=console, refresh_per_second=4) as live:
+    if not watch:
+        console.print(_table(rows, limit, _down_sites(client)))
+        return
+    with Live(_table(rows, limit, _down_sites(client)), console=console, refresh_per_second=4) as live:
         try:
             while True:
                 time.sleep(interval)
-                live.update(_table(store, states, site, name, limit))
+                live.update(_table(_rows(*args), limit, _down_sites(client)))
         except KeyboardInterrupt:
             pass
 
 
 @app.command()
-def cancel(jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], db: DbOpt = None) -> None:
-    """Cancel queued or running jobs; their dependents become 'dependency failed'."""
-    store = _open(db)
+def show(
+    job: Annotated[str, typer.Argument(help="Job name or id.")],
+    as_json: JsonOpt = False,
+    db: DbOpt = None,
+    server: ServerOpt = None,
+) -> None:
+    """Everything about one job: command, resources, state and reason, dependencies, history."""
+    client = _client(db, server)
     try:
-        done = store.cancel(jobs)
+        info = client.job(job).info()
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        _json(info)
+        return
+    for key in ("id", "name", "owner", "state", "reason", "exit_code", "command", "cwd", "cpus", "mem_mb"):
+        typer.echo(f"{key + ':':<11}{'' if info.get(key) is None else info[key]}")
+    typer.echo(f"{'time:':<11}{_fmt_s(info['time_s']) or '-'}")
+    if info.get("licences"):
+        typer.echo(f"{'licences:':<11}{', '.join(f'{k}:{v}' for k, v in info['licences'].items())}")
+    typer.echo(f"{'after:':<11}{', '.join(map(str, info.get('after') or [])) or '-'}")
+    typer.echo(f"{'site:':<11}{info.get('site') or '-'}  attempts: {info['attempts']}")
+    typer.echo("history:")
+    for e in info.get("history", []):
+        where = e.get("site") or e.get("placeholder") or ""
+        typer.echo(f"  {_fmt_t(e['at'])} {e['kind']:<14} {where:<24} {e['detail']}")
+
+
+def worst_exit(rows: list[dict[str, Any]]) -> int:
+    """``metasched wait``'s exit status: 0 when every job is done, else the worst job's: a failed job's exit
+    code (128 + N when killed by signal N), 1 for a job cancelled or never run (dependency failed)."""
+    worst = 0
+    for r in rows:
+        if r["state"] == "failed":
+            code = r["exit_code"] if r["exit_code"] is not None else 1
+            worst = max(worst, 128 - code if code < 0 else code or 1)
+        elif r["state"] in ("cancelled", "dep_failed"):
+            worst = max(worst, 1)
+    return worst
+
+
+@app.command()
+def wait(
+    jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")],
+    timeout: Annotated[
+        float | None, typer.Option(help=f"Give up after this many seconds (exit status {EXIT_TIMEOUT}).")
+    ] = None,
+    as_json: JsonOpt = False,
+    db: DbOpt = None,
+    server: ServerOpt = None,
+) -> None:
+    """Wait until the jobs end; the exit status is the worst job's (0: all done; a failed job's exit code; 1:
+    cancelled or never ran)."""
+    client = _client(db, server)
+    try:
+        wanted = [client.job(j) for j in jobs]
+        done = client.wait(wanted, timeout=timeout)
+    except TimeoutError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_TIMEOUT) from None
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    rows = [j._data for j in done]
+    if as_json:
+        _json(rows)
+    else:
+        for r in rows:
+            code = "" if r["exit_code"] is None else f" exit {r['exit_code']}"
+            why = f" ({r['reason']})" if r["reason"] and r["state"] != "done" else ""
+            typer.echo(f"{r['id']} {r['name'] or ''} {r['state']}{code}{why}".replace("  ", " "))
+    raise typer.Exit(worst_exit(rows))
+
+
+@app.command()
+def cancel(
+    jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], db: DbOpt = None, server: ServerOpt = None
+) -> None:
+    """Cancel queued or running jobs; their dependents become 'dependency failed'."""
+    client = _client(db, server)
+    try:
+        done = client._backend.cancel(jobs)
     except StoreError as exc:
         raise _fail(str(exc)) from None
     console.print(f"cancelled {len(done)} job(s): {', '.join(map(str, done))}")
 
 
 @app.command()
-def retry(jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], db: DbOpt = None) -> None:
+def retry(
+    jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], db: DbOpt = None, server: ServerOpt = None
+) -> None:
     """Queue failed, cancelled or dependency-failed jobs again (and the dependents they held back)."""
-    store = _open(db)
+    client = _client(db, server)
     try:
-        done = store.retry(jobs)
+        done = client._backend.retry(jobs)
     except StoreError as exc:
         raise _fail(str(exc)) from None
     console.print(f"requeued {len(done)} job(s): {', '.join(map(str, done))}")
@@ -226,23 +445,20 @@ def retry(jobs: Annotated[list[str], typer.Argument(help="Job names or ids.")], 
 def logs(
     job: Annotated[str, typer.Argument(help="Job name or id.")],
     stderr: Annotated[bool, typer.Option("--stderr", help="Show stderr instead of stdout.")] = False,
+    stdout: Annotated[bool, typer.Option("--stdout", help="Show stdout even when empty.")] = False,
     events: Annotated[bool, typer.Option("--events", help="Show the job's event log.")] = False,
     db: DbOpt = None,
+    server: ServerOpt = None,
 ) -> None:
-    """Print a job's output (last run) or its event log."""
-    store = _open(db)
+    """Print a job's output (last run: stdout, or stderr when that is all it wrote) or its event log."""
+    client = _client(db, server)
     try:
-        row = store.job(job)
+        if events:
+            for e in client.job(job).info()["history"]:
+                where = e.get("placeholder") or ""
+                typer.echo(f"{_fmt_t(e['at'])} {e['kind']:<14} {where:<24} {e['detail']}")
+            return
+        text = client._backend.logs(job, "stderr" if stderr else "stdout" if stdout else "auto")
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    if events:
-        for e in store.events(job_id=row["id"]):
-            typer.echo(f"{_fmt_t(e['at'])} {e['kind']:<14} {e['placeholder_id'] or '':<24} {e['detail']}")
-        return
-    path = row["stderr_path"] if stderr else row["stdout_path"]
-    if not path:
-        raise _fail(f"job {job} is {row['state']}: no output recorded yet")
-    try:
-        typer.echo(Path(path).read_text(), nl=False)
-    except OSError as exc:
-        raise _fail(f"cannot read {path}: {exc.strerror} (the output stays on the site that ran the job)") from None
+    typer.echo(text, nl=False)

@@ -431,8 +431,12 @@ def create_app(
     dashboard_token: str | None = None,
     metrics: bool = False,
     metrics_open: bool = False,
+    agent_token: str | None = None,
 ) -> FastAPI:
     """The FastAPI application over ``store``; leases are expired every ``expire_every_s`` (default lease/4).
+
+    ``token`` is the admin's (the user API, :mod:`.user_api`); the placeholder protocol takes ``agent_token``
+    (the site/agent token), or ``token`` when none is given (the old single-token setup).
 
     The dashboard page is mounted too (``/dashboard``); ``dashboard_token`` opens its data read-only.
     ``metrics``: ``GET /metrics`` for Prometheus (:mod:`.metrics`; ``metrics_open``: without a token).
@@ -441,6 +445,8 @@ def create_app(
     :class:`GroupCommit`.
     """
     check_token(token, "given to the server")
+    if agent_token is not None:
+        check_token(agent_token, "given to the server for the placeholders (--agent-token-file)")
     if dashboard_token is not None:
         check_token(dashboard_token, "given to the server for the dashboard")
     every = expire_every_s if expire_every_s is not None else max(0.2, store.lease_s / 4)
@@ -474,10 +480,11 @@ def create_app(
     app = FastAPI(
         title="metasched metaqueue",
         version="1",
-        description="Placeholder protocol: hello, claim (job | wait | exit), heartbeat, complete, bye.",
+        description="Users: submit, list, show, cancel, retry, wait, logs under /v1/jobs (a user's or the admin's "
+        "token). Placeholders: hello, claim (job | wait | exit), heartbeat, complete, bye (the site/agent token).",
         lifespan=lifespan,
     )
-    expected = token.encode()
+    expected = (agent_token or token).encode()
 
     # async: a plain ``def`` dependency would cost every request a hop through the thread pool. ``_BEARER``
     # only documents the scheme (OpenAPI); the header is parsed by the one parser of every route.
@@ -623,4 +630,7 @@ def create_app(
 
     dashboard.mount(app, store, [token, *([dashboard_token] if dashboard_token else [])], time.time)
     app.state.group_commit = lambda: commits
+    from metasched.runtime.metaqueue.user_api import mount_user_api
+
+    mount_user_api(app, store, token, agent_token)
     return app

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from metasched.runtime.metaqueue.records import ADMIN, JobSpec, StoreError
+from metasched.runtime.metaqueue.records import ADMIN, JobSpec, StoreError, dep_satisfied
 from metasched.runtime.metaqueue.states import TERMINAL, JobState
 from metasched.runtime.metaqueue.store import DEPS, JOBS, Store
 
@@ -168,7 +168,7 @@ class UserQueue:
             stream = "stdout"
         path = paths[stream]
         if not path:
-            raise StoreError(f"job {label} is {row['state']}: no {stream} recorded yet")
+            raise StoreError(f"job {label} is {row['state']}: no output recorded yet ({stream})")
         text = _read(path)
         if text is None:
             raise StoreError(
@@ -201,12 +201,14 @@ def explain(store: Store, rows: list[dict[str, Any]]) -> None:
     with store.engine.connect() as conn:
         for i in range(0, len(ids), 500):
             q = (
-                select(DEPS.c.job_id, JOBS.c.id, JOBS.c.name, JOBS.c.state)
+                select(DEPS.c.job_id, JOBS.c.id, JOBS.c.name, JOBS.c.state, DEPS.c.kind)
                 .join(JOBS, JOBS.c.id == DEPS.c.after_id)
-                .where(DEPS.c.job_id.in_(ids[i : i + 500]), JOBS.c.state != JobState.DONE)
+                .where(DEPS.c.job_id.in_(ids[i : i + 500]))
                 .order_by(DEPS.c.job_id, JOBS.c.id)
             )
-            for jid, dep, name, state in conn.execute(q):
+            for jid, dep, name, state, kind in conn.execute(q):
+                if dep_satisfied(kind, state):
+                    continue
                 waiting.setdefault(jid, []).append(f"{dep} ({name}, {state})" if name else f"{dep} ({state})")
     sites = store.sites()
     usage = {u["name"]: u for u in store.licence_usage()} if any(r["licences"] for r in queued) else {}
