@@ -13,8 +13,8 @@ Bodies reuse the workflow file's description of a job (:class:`~.workflow_model.
 checks and messages as ``metasched submit`` and ``submit-workflow``.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: FastAPI reads the routes' annotations, which name the
+# dependency built inside mount_user_api.
 import hmac
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
@@ -89,7 +89,7 @@ class SubmitBody(BaseModel):
     lines: list[str] | None = Field(None, max_length=MAX_ARRAY)
 
     @model_validator(mode="after")
-    def _one_job_for_arrays(self) -> SubmitBody:
+    def _one_job_for_arrays(self) -> "SubmitBody":
         if (self.array is not None or self.lines is not None) and len(self.jobs) != 1:
             raise ValueError("array and lines take exactly one job")
         if self.array is not None and self.lines is not None:
