@@ -74,7 +74,8 @@ def _fail(msg: str) -> typer.Exit:
 
 
 def _json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=1, default=str))
+    # Compact: json's C encoder (an indent makes it the pure-Python one, ~10x slower on 10,000 jobs).
+    typer.echo(json.dumps(data, default=str))
 
 
 @app.command(context_settings={"allow_interspersed_args": False})

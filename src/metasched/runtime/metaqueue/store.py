@@ -99,6 +99,8 @@ ROLES = ("user", "admin")
 _LEASED = (JOBS.c.id, JOBS.c.attempts, JOBS.c.max_attempts, JOBS.c.placeholder_id)
 #: Job states whose job holds its licences (handed out and not finished: running or leased).
 HOLDS_LICENCES = (JobState.RUNNING,)
+#: A PostgreSQL submission of more jobs than this inserts them with ids drawn first (see :meth:`Store.submit`).
+BULK_ROWS = 200
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 _SQLITE_LOCKS: dict[str, threading.RLock] = {}
@@ -496,9 +498,26 @@ class Store:
                         "submit_at": now,
                     }
                 )
-            result = conn.execute(insert(JOBS).returning(JOBS.c.id, sort_by_parameter_order=True), rows)
-            for i, (jid,) in zip(order, result.all(), strict=True):
-                ids[i] = jid
+            if self.is_postgres and len(rows) > BULK_ROWS:
+                # A large submission (an array): ids drawn from the sequence first, then a plain executemany
+                # (psycopg's pipeline: one statement parsed once), not one giant INSERT ... RETURNING whose
+                # text psycopg must scan (~4x slower at 10,000 jobs).
+                drawn = sorted(
+                    jid
+                    for (jid,) in conn.exec_driver_sql(
+                        "SELECT nextval(pg_get_serial_sequence('jobs', 'id')) FROM generate_series(1, %(n)s)",
+                        {"n": len(rows)},
+                    )
+                )
+                for row, jid in zip(rows, drawn, strict=True):
+                    row["id"] = jid
+                conn.execute(insert(JOBS), rows)
+                for i, jid in zip(order, drawn, strict=True):
+                    ids[i] = jid
+            else:
+                result = conn.execute(insert(JOBS).returning(JOBS.c.id, sort_by_parameter_order=True), rows)
+                for i, (jid,) in zip(order, result.all(), strict=True):
+                    ids[i] = jid
             dep_rows = []
             for i, spec in enumerate(specs):
                 for ref in dict.fromkeys(spec.after):
@@ -1578,9 +1597,10 @@ class Store:
         limit: int = 0,
         owners: Sequence[str] = (),
         ids: Sequence[int] = (),
+        columns: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
-        """Jobs in id order, filtered (``owners``: only theirs; empty: everyone's)."""
-        q = select(JOBS).order_by(JOBS.c.id)
+        """Jobs in id order, filtered (``owners``: only theirs; empty: everyone's); ``columns``: only these."""
+        q = (select(*(JOBS.c[c] for c in columns)) if columns else select(JOBS)).order_by(JOBS.c.id)
         if owners:
             q = q.where(JOBS.c.owner.in_(list(owners)))
         if ids:
@@ -1594,7 +1614,9 @@ class Store:
         if limit:
             q = q.limit(limit)
         with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(q)]
+            result = conn.execute(q)
+            keys = list(result.keys())
+            return [dict(zip(keys, r, strict=True)) for r in result.tuples()]
 
     def job(self, ref: str, *, owner: str = ADMIN, see_all: bool = True) -> dict[str, Any]:
         """One job by name or id (as :meth:`cancel`), with ``after`` (its dependencies' ids)."""

@@ -102,18 +102,21 @@ class UserQueue:
             name_like=name,
             owners=owners if self.admin else [self.owner],
             ids=ids,
+            columns=(*JOB_FIELDS, "pending_deps"),
         )
-        out = [{k: r[k] for k in JOB_FIELDS} for r in rows]
-        explain(self.store, out)
-        return out
+        explain(self.store, rows)
+        for r in rows:
+            del r["pending_deps"]
+        return rows
 
     def job(self, ref: str | int, *, history: bool = True) -> dict[str, Any]:
         """One job by id or name, with ``after`` (its dependencies), its reason and (``history``) its events."""
         row = self.store.job(str(ref), owner=self.owner, see_all=self.admin)
-        out = {k: row[k] for k in JOB_FIELDS}
+        out = {k: row[k] for k in (*JOB_FIELDS, "pending_deps")}
         out["after"] = row["after"]
         out["cwd"] = row["cwd"]
         explain(self.store, [out])
+        del out["pending_deps"]
         if history:
             out["history"] = [
                 {
@@ -196,7 +199,8 @@ def explain(store: Store, rows: list[dict[str, Any]]) -> None:
     queued = [r for r in rows if r["state"] == JobState.QUEUED]
     if not queued:
         return
-    ids = [r["id"] for r in queued]
+    # Only jobs with unmet dependencies need the dependency table (an array of 10,000 without: no query).
+    ids = [r["id"] for r in queued if r.get("pending_deps", 1)]
     waiting: dict[int, list[str]] = {}
     with store.engine.connect() as conn:
         for i in range(0, len(ids), 500):
