@@ -1616,7 +1616,7 @@ class Store:
         with self.engine.connect() as conn:
             result = conn.execute(q)
             keys = list(result.keys())
-            return [dict(zip(keys, r, strict=True)) for r in result.tuples()]
+            return [dict(zip(keys, r, strict=True)) for r in result]
 
     def job(self, ref: str, *, owner: str = ADMIN, see_all: bool = True) -> dict[str, Any]:
         """One job by name or id (as :meth:`cancel`), with ``after`` (its dependencies' ids)."""
