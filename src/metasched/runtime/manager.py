@@ -583,6 +583,7 @@ class SiteManager:
         # What one placeholder holds: the jobs' REASON column says "no site fits" from these (issue 36).
         info["mem_mb"] = cfg.mem_mb
         info["wall_time_s"] = cfg.wall_time_s
+        info["nodes"] = cfg.nodes
         info["reach"] = {"state": "down" if site.down_since is not None else "up", "since": site.down_since}
         if site.last_error:
             info["reach"]["error"] = site.last_error[:300]

@@ -112,7 +112,7 @@ RANKING_WINDOW = RANKING_WINDOW_JOBS
 #: lease expiry, cancel, retry, licence limits): idle placeholders and ``sites run`` LISTEN on it.
 NOTIFY_CHANNEL = "metasched_work"
 #: The newest migration in ``migrations/versions`` (a test checks they agree).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 
 
 def metasched_home() -> Path:

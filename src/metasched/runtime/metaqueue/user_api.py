@@ -66,6 +66,8 @@ class JobBody(SubmitOptions):
             after=refs,
             after_kinds=kinds,
             cpus=self.cpus,
+            tasks=self.tasks,
+            nodes=self.nodes,
             mem_mb=self.mem,
             licences=dict(self.licences),
             time_s=self.time,

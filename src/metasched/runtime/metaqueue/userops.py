@@ -31,6 +31,8 @@ JOB_FIELDS = (
     "reason",
     "command",
     "cpus",
+    "tasks",
+    "nodes",
     "mem_mb",
     "time_s",
     "licences",
@@ -236,13 +238,16 @@ def _resources_reason(r: dict[str, Any], sites: list[dict[str, Any]], usage: dic
             return f"needs licence {lic}: all {total} copies in use"
     if not sites:
         return "ready: waiting for a placeholder"
+    needed = r["cpus"] * (r.get("tasks") or 1)
     fits: list[tuple[str, str]] = []
     too_small: list[tuple[str, str]] = []
     for s in sites:
         cfg = s["config"] or {}
         cpus, mem, wall = cfg.get("cpus"), cfg.get("mem_mb") or 0, cfg.get("wall_time_s")
+        if cpus is not None:
+            cpus *= cfg.get("nodes") or 1  # a placeholder holds cpus x nodes
         why = []
-        if cpus is not None and cpus < r["cpus"]:
+        if cpus is not None and cpus < needed:
             why.append(f"{cpus} cpus")
         if mem and mem < r["mem_mb"]:
             why.append(f"{mem} MB")
@@ -251,9 +256,7 @@ def _resources_reason(r: dict[str, Any], sites: list[dict[str, Any]], usage: dic
         (too_small if why else fits).append((s["name"], ", ".join(why)))
     if not fits:
         largest = "; ".join(f"{n}: {w}" for n, w in too_small[:3])
-        return (
-            f"no site fits its cpus/mem/time (needs {r['cpus']} cpus, {r['mem_mb']} MB, {r['time_s']:.0f} s; {largest})"
-        )
+        return f"no site fits its cpus/mem/time (needs {needed} cpus, {r['mem_mb']} MB, {r['time_s']:.0f} s; {largest})"
     down = [n for n, _ in fits if ((_site(sites, n)["config"] or {}).get("reach") or {}).get("state") == "down"]
     if len(down) == len(fits):
         return f"site down: {', '.join(down)}"
