@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import shlex
 import time as _time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from metasched.runtime.metaqueue.records import NotFound, StoreError
 
-__all__ = ["Client", "Error", "Job", "NotFound"]
+__all__ = ["Client", "Error", "Job", "JobArray", "NotFound"]
 
 #: Every refusal of the metaqueue (bad option, unknown dependency, a job that is not yours...).
 Error = StoreError
@@ -105,6 +105,77 @@ class Job:
         return str(self._client._backend.logs(self.id, stream))
 
 
+class JobArray(Job):
+    """An array (``submit(..., array=...)`` or ``each_line=``): a :class:`Job` standing for all its elements,
+    and the sequence of them (``len``, ``[i]``, iteration). ``id`` is the first element's; ``state`` is
+    ``queued`` or ``running`` while any element is, then ``done`` when all are done, else the worst ending
+    (``failed``, ``cancelled``, ``dep_failed``); ``exit_code`` is the worst element's; ``wait``, ``cancel`` and
+    ``retry`` act on every element; ``logs`` joins the elements' outputs in index order."""
+
+    _ENDINGS = ("failed", "cancelled", "dep_failed")
+
+    def __init__(self, client: Client, jobs: list[Job]) -> None:
+        self.jobs = jobs
+        super().__init__(client, jobs[0]._data)
+
+    def __repr__(self) -> str:
+        return f"JobArray(ids={self.jobs[0].id}..{self.jobs[-1].id}, n={len(self.jobs)})"
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.jobs)
+
+    def __getitem__(self, i: int) -> Job:
+        return self.jobs[i]
+
+    def _summary(self) -> dict[str, Any]:
+        self.refresh()
+        states = [j._data["state"] for j in self.jobs]
+        if "running" in states:
+            state = "running"
+        elif "queued" in states:
+            state = "queued"
+        elif all(st == "done" for st in states):
+            state = "done"
+        else:
+            state = next(e for e in self._ENDINGS if e in states)
+        codes: list[int] = [int(j._data["exit_code"]) for j in self.jobs if j._data.get("exit_code") is not None]
+        worst = max(codes, key=lambda c: (c != 0, abs(c)), default=None)
+        return {**self.jobs[0]._data, "state": state, "exit_code": worst, "reason": ""}
+
+    def _fresh(self) -> dict[str, Any]:
+        return self._summary()
+
+    def refresh(self) -> Job:
+        rows = {r["id"]: r for r in self._client._backend.jobs(states=[], name=None, owners=[], ids=self.ids)}
+        for j in self.jobs:
+            j._data = rows.get(j.id, j._data)
+        return self
+
+    @property
+    def ids(self) -> list[int]:
+        return [j.id for j in self.jobs]
+
+    def info(self) -> dict[str, Any]:
+        return {**self._summary(), "elements": [j._data for j in self.jobs]}
+
+    def wait(self, timeout: float | None = None) -> Job:
+        self._client.wait(self.jobs, timeout=timeout)
+        return self
+
+    def cancel(self) -> bool:
+        return bool(self._client._backend.cancel(self.ids))
+
+    def retry(self) -> bool:
+        broken = [j.id for j in self.jobs if j.state in self._ENDINGS]
+        return bool(broken) and bool(self._client._backend.retry(broken))
+
+    def logs(self, stream: str = "auto") -> str:
+        return "".join(j.logs(stream) for j in self.jobs)
+
+
 class Client:
     """The metaqueue, embedded (``url=None``) or through ``metasched server`` at ``url``.
 
@@ -142,9 +213,10 @@ class Client:
         cwd: str | None = None,
         licences: dict[str, int] | Sequence[str] | None = None,
         max_attempts: int | None = None,
-    ) -> Job | list[Job]:
+    ) -> Job:
         """Submit one job; with ``array`` (``"1-100[:step][%max]"``) or ``each_line`` (a list of lines) an
-        array, returned as the list of its jobs. ``command``: a shell command line, or an argv list.
+        array, returned as a :class:`JobArray` (a Job for all its elements, and the sequence of them).
+        ``command``: a shell command line, or an argv list.
         ``after``: names, ids or jobs (``"afterany:NAME"`` / ``"afternotok:NAME"`` for the other kinds).
         ``time`` as ``sbatch --time`` (a bare number: minutes)."""
         refs = [after] if isinstance(after, str) else [str(a.id if isinstance(a, Job) else a) for a in after]
@@ -170,7 +242,7 @@ class Client:
             body["lines"] = list(each_line)
         ids = self._backend.submit(body)
         jobs = self._fetch(ids)
-        return jobs if (array is not None or each_line is not None) else jobs[0]
+        return JobArray(self, jobs) if (array is not None or each_line is not None) else jobs[0]
 
     def submit_workflow(self, path_or_list: str | Path | Sequence[dict[str, Any]]) -> list[Job]:
         """Submit a workflow (all or nothing): a YAML/Trellis file, or a list of job mappings as in the file."""

@@ -86,3 +86,19 @@ def test_parsable_json_and_wait_exit_status(db: str) -> None:
     assert code == 1 and json.loads(out)[0]["state"] == "cancelled"
     code, out = run(db, "wait", "1", "--timeout", "0.2")
     assert code == 124 and "still running after 0.2 s: 1" in out
+
+
+def test_an_array_is_one_job_and_its_elements(db: str) -> None:
+    """Client.submit(..., array=...) -> Job: a JobArray standing for its elements (state, cancel, ids)."""
+    from metasched import Client
+    from metasched.client import Job, JobArray
+
+    client = Client(db=db)
+    arr = client.submit("echo {index}", name="s", array="1-3%2")
+    assert isinstance(arr, Job) and isinstance(arr, JobArray)
+    assert (len(arr), arr.id, [j.name for j in arr], arr[2].name) == (3, arr[0].id, ["s_1", "s_2", "s_3"], "s_3")
+    assert arr.state == "queued" and arr.exit_code is None
+    assert arr.cancel() and arr.state == "cancelled"
+    assert {j.state for j in arr} == {"cancelled"}
+    assert arr.retry() and arr.state == "queued"
+    client.close()

@@ -157,7 +157,7 @@ def test_two_users_arrays_workflows_and_isolation(server: Server, tmp_path: Path
     assert {j.id for j in admin.jobs(name="sweep_*")} == {*(j.id for j in arr_a), *(j.id for j in arr_b)}
 
     _run_all(server)
-    done = alice.wait(arr_a + wf_a, timeout=60)
+    done = alice.wait([*arr_a, *wf_a], timeout=60)
     assert [j.state for j in done] == ["done"] * 6 + ["failed"]
     assert arr_a[2].logs() == "a3\n"
     assert wf_a[1].logs() == "post\n"  # a failed job with only stderr: its stderr
