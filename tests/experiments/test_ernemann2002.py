@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metasched.experiments import ernemann2002 as exp
+from metasched.experiments.claims import FAILS, HOLDS, NOT_RUN, evaluate, robustness_table
 from metasched.model.job import Job
 from metasched.workload.generate import ctc_like
 
@@ -103,28 +104,78 @@ def _row(w: str, c: str, s: str, mod: int, p: float, awrt: float) -> dict[str, o
     return {"workload": w, "config": c, "scenario": s, "modification": mod, "overhead": p, "awrt": awrt}
 
 
-def test_claims_read_the_numbers() -> None:
+def _hand_made() -> list[dict[str, object]]:
+    """Two workloads with known verdicts. ``w``: local 250 s, job sharing 100 s (E1: -60%);
+    multi-site 80 + slope x p against sharing 100 s, one machine 76 s (E2: 80/76 = +5.3%);
+    slopes m128/m256 100 (break-even 20%, E3: 105/100 = +5%), m384 300 (6.7%), m64 20 (never
+    within 40%: counted 100%); wide jobs kept 84 s vs 80 s (E5: +5%). ``v``: local 150 s (E1:
+    -33.3%), no wide-job rows (E5 not run), otherwise as ``w``."""
     rows = []
-    for c, js, slope in (("m128", 100.0, 100.0), ("m256", 100.0, 100.0), ("m384", 100.0, 300.0), ("m64", 100.0, 20.0)):
-        rows += [_row("w", c, "local", 1, 0.0, 250.0), _row("w", c, "job-sharing", 1, 0.0, js)]
-        rows += [_row("w", c, "job-sharing", 2, 0.0, js), _row("w", c, "single", 2, 0.0, 76.0)]
-        rows += [_row("w", c, "multisite", 2, p, 80.0 + slope * p) for p in (0.0, 0.1, 0.2, 0.25, 0.3, 0.4)]
-    rows.append(_row("w", "m512", "single", 2, 0.0, 76.0))
-    claims = {c.text: c for c in exp.evaluate_claims(rows)}
-    assert len(claims) == 5
-    sharing = claims["Job sharing cuts AWRT by over 50% against local processing on m128"]
-    assert sharing.holds and "60.0% lower" in sharing.detail
-    close = next(c for t, c in claims.items() if t.startswith("Multi-site with p = 0"))
-    assert close.holds and "+5.3%" in close.detail
-    at25 = next(c for t, c in claims.items() if t.startswith("Multi-site still beats"))
-    assert not at25.holds and "break-even 20.0%" in at25.detail  # 80 + 100p reaches 100 at p = 0.2
-    vs384 = claims["Equal-sized machines (m128, m256) tolerate more overhead than m384"]
-    assert vs384.holds and "m384: 6.7%" in vs384.detail
-    vs64 = claims["Equal-sized machines (m128, m256) tolerate more overhead than m64"]
-    assert not vs64.holds and "m64/w: never" in vs64.detail  # 80 + 20p stays below 100 up to 40%
+    for w, local in (("w", 250.0), ("v", 150.0)):
+        for c, slope in (("m128", 100.0), ("m256", 100.0), ("m384", 300.0), ("m64", 20.0)):
+            rows += [_row(w, c, "local", 1, 0.0, local), _row(w, c, "job-sharing", 1, 0.0, 100.0)]
+            rows += [_row(w, c, "job-sharing", 2, 0.0, 100.0), _row(w, c, "single", 2, 0.0, 76.0)]
+            rows += [_row(w, c, "multisite", 2, p, 80.0 + slope * p) for p in (0.0, 0.1, 0.2, 0.25, 0.3, 0.4)]
+        rows.append(_row(w, "m512", "single", 2, 0.0, 76.0))
     rows += [_row("w", "m128", "multisite", 3, p, 84.0 + 100.0 * p) for p in (0.0, 0.25)]
-    wide = next(c for c in exp.evaluate_claims(rows) if c.text.startswith("Keeping wide jobs"))
-    assert wide.holds and "+5.0% at p = 0" in wide.detail
+    return rows
+
+
+def test_claims_verdicts_on_a_hand_made_result_set() -> None:
+    rows = _hand_made()
+    verdicts = {(v.claim.id, v.trace): v for v in evaluate(exp.CLAIMS, rows, exp.workload_traces(rows))}
+    assert exp.workload_traces(rows) == ["w", "v"]
+    want = {
+        ("E1", "w"): (HOLDS, -60.0), ("E1", "v"): (FAILS, -100.0 / 3),
+        ("E2", "w"): (HOLDS, 100 * (80 / 76 - 1)), ("E2", "v"): (HOLDS, 100 * (80 / 76 - 1)),
+        ("E3", "w"): (FAILS, 5.0), ("E3", "v"): (FAILS, 5.0),
+        ("E4a", "w"): (HOLDS, 20.0 - 20.0 / 3), ("E4b", "w"): (FAILS, 20.0 - 100.0),
+        ("E4a", "v"): (HOLDS, 20.0 - 20.0 / 3), ("E4b", "v"): (FAILS, 20.0 - 100.0),
+        ("E5", "w"): (HOLDS, 5.0), ("E5", "v"): (NOT_RUN, None),
+    }  # fmt: skip
+    for key, (verdict, value) in want.items():
+        v = verdicts[key]
+        assert v.verdict == verdict, key
+        if value is not None:
+            assert v.measure is not None and v.measure.value == pytest.approx(value), key
+    assert "break-even overhead 20.0%" in verdicts[("E3", "w")].ours
+    assert "m64 never" in verdicts[("E4b", "w")].ours
+    table = "\n".join(robustness_table(list(verdicts.values()), ["w", "v"]))
+    assert "| E1 | Job sharing cuts AWRT by over 50% against local processing (m128) | holds (-60.0) " in table
+    assert "does not hold (-33.3) | 1 of 2 |" in table
+
+
+def test_summary_is_generated_from_the_rows_only() -> None:
+    """Issue 37: no fixed prose about results; labels are the workloads of the rows."""
+    from metasched.experiments.ernemann2002_figures import summary_markdown
+
+    md = summary_markdown(_hand_made(), command="cmd", setup=["a fact"], figures=[])
+    assert "6 verdicts hold, 5 do not, 1 were not run (6 claims x 2 workload(s))." in md
+    assert "### w" in md and "### v" in md and "- a fact" in md
+    for prose in ("Where we differ", "sits inside", "most favourable", "338", "CTC"):
+        assert prose not in md
+
+
+def test_workload_names_per_trace_label() -> None:
+    assert exp.names_of("CTC") == ["ctc1", "ctc2", "ctc3", "ctcsyn"]
+    assert exp.names_of("SDSC-BLUE") == ["sdsc-blue1", "sdsc-blue2", "sdsc-blue3", "sdsc-bluesyn"]
+    assert exp.names_of("my.trace") == ["my.trace:1", "my.trace:2", "my.trace:3", "my.trace:syn"]
+
+
+def test_configurations_come_from_the_presets() -> None:
+    from metasched.model.platform_file import load_preset
+
+    for c in ("m64", "m128", "m256", "m384", "m512"):
+        assert exp.config_of(c) == load_preset(f"ernemann2002-{c}")
+    assert exp.sizes_of("m384") == [384, 64, 16, 16, 16, 16]  # Table 1
+    assert exp.sizes_of("2x256") == [256, 256]
+
+
+def test_break_even_study_rows() -> None:
+    table = {(r["workload"], r["config"]): r for r in exp.break_even_rows(_hand_made())}
+    assert table[("w", "m128")]["break_even"] == pytest.approx(0.2)
+    assert table[("w", "m64")]["break_even"] == math.inf
+    assert table[("v", "m384")]["ratio_25"] == pytest.approx(155.0 / 100.0)
 
 
 def test_sweep_dedupes_identical_runs_and_is_deterministic() -> None:
@@ -185,25 +236,3 @@ def test_signature_identifies_equal_modified_workloads(
     same = _content(exp.modify(jobs, sizes, a), with_home) == _content(exp.modify(jobs, sizes, b), with_home)
     sig_a = exp.signature(jobs, sizes, a, with_home=with_home)
     assert (sig_a == exp.signature(jobs, sizes, b, with_home=with_home)) == same
-
-
-def test_differences_state_only_what_the_numbers_show() -> None:
-    """Issue 37: a break-even spread of 6-8% is not 'around 25%', and the most favourable workload
-    is the one with the highest break-even, whatever its name."""
-
-    def rows_for(slopes: dict[str, float]) -> list[dict[str, object]]:
-        rows = []
-        for w, slope in slopes.items():
-            rows += [_row(w, "m128", "job-sharing", 2, 0.0, 100.0)]
-            rows += [_row(w, "m128", "multisite", 2, p, 94.0 + slope * p) for p in (0.0, 0.05, 0.1, 0.25)]
-        return rows
-
-    # 94 + slope * p reaches 100 at p = 6 / slope: 6% (slope 100) and 8% (slope 75)
-    narrow = " ".join(exp.differences(rows_for({"ctcsyn": 100.0, "ctc1": 75.0})))
-    assert "ctcsyn 6.0%" in narrow and "ctc1 8.0%" in narrow
-    assert "'about 25%' is outside this spread" in narrow
-    assert "the most favourable (highest break-even) is ctc1 and the least ctcsyn" in narrow
-    wide = " ".join(exp.differences(rows_for({"ctcsyn": 20.0, "ctc1": 40.0})))  # 30% and 15%
-    assert "'about 25%' is inside this spread" in wide
-    assert "the most favourable (highest break-even) is ctcsyn and the least ctc1" in wide
-    assert "77,222" not in narrow + wide and "sits inside" not in narrow + wide

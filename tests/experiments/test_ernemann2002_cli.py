@@ -33,9 +33,24 @@ def test_ernemann2002_writes_csv_figures_and_summary(tmp_path: Path) -> None:
     for name in ("fig4_awrt_m128.png", "fig5_configs.png", "fig6_workloads.png", "fig7_wide.png"):
         assert (tmp_path / name).stat().st_size > 1000
     summary = (tmp_path / "summary.md").read_text()
-    assert "## Claims" in summary and "## Where we differ and why" in summary
+    assert "## Claims per workload" in summary and "## Robustness across the workloads" in summary
+    assert "Where we differ" not in summary
     claims = json.loads((tmp_path / "claims.json").read_text())
-    assert any(c["claim"].startswith("Job sharing cuts AWRT") for c in claims)
+    assert {(c["id"], c["workload"]) for c in claims} >= {("E1", w) for w in workloads}
+    # --replot: the same summary from results.csv alone (no trace read); --study e3 from the rows
+    generated = summary.split("## Robustness across the workloads")[1]
+    replot = runner.invoke(app, ["experiment", "ernemann2002", "--out", str(tmp_path), "--replot", "--study", "e3"])
+    assert replot.exit_code == 0, replot.output
+    assert (tmp_path / "summary.md").read_text().split("## Robustness across the workloads")[1] == generated
+    assert (tmp_path / "study-e3" / "break_even.csv").read_text().startswith("workload,config,break_even")
+    # two traces: four workloads each, labelled by trace
+    two = tmp_path / "two"
+    both = runner.invoke(app, [*[a if a != str(tmp_path) else str(two) for a in args], "--trace", "CTC", "--trace",
+                               str(default_trace()), "--configs", "m128"])  # fmt: skip
+    assert both.exit_code == 0, both.output
+    with (two / "results.csv").open() as fh:
+        names = {r["workload"] for r in csv.DictReader(fh)}
+    assert names == {"ctc1", "ctc2", "ctc3", "ctcsyn"} | {f"CTC-SP2-1996-3.1-cln:{k}" for k in ("1", "2", "3", "syn")}
 
 
 def test_ernemann2002_rejects_bad_options(tmp_path: Path) -> None:
@@ -47,4 +62,4 @@ def test_ernemann2002_rejects_bad_options(tmp_path: Path) -> None:
     missing = tmp_path / "none.swf"
     result = runner.invoke(app, ["experiment", "ernemann2002", "--out", str(tmp_path), "--trace", str(missing)])
     assert result.exit_code == 2
-    assert "not found" in result.output
+    assert "no file at" in " ".join(result.output.replace("│", " ").split())

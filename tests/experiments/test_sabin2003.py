@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from metasched.cli.main import app
 from metasched.experiments import sabin2003 as exp
 from metasched.model import Job
+from metasched.model.platform import Platform, SiteSpec
 from metasched.sim.multisite import JobColumns
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,39 +30,43 @@ TABLE = shared_dir() / "data" / "nas" / "sabin2003_table1.csv"
 needs_table = pytest.mark.skipif(not TABLE.is_file(), reason=f"shared Table 1 not found at {TABLE}")
 
 
-def write_table(tmp_path: Path) -> Path:
-    path = tmp_path / "t1.csv"
-    path.write_text(
-        "# two machines, reference P2SC\nbenchmark,nodes,Slow box,IBM SP (P2SC 160 MHz)\nA,8,20,10\nB,8,5,10\n"
+def two_sites() -> Platform:
+    """Two sites: kind A runs 2x slower at the first, kind B 2x faster."""
+    return Platform(
+        "two",
+        (SiteSpec("slow", 1, speeds={"A.8": 2.0, "B.8": 0.5}), SiteSpec("ref", 1, speeds={"A.8": 1.0, "B.8": 1.0})),
+        kinds=("A.8", "B.8"),
     )
-    return path
 
 
-def test_table1_factors_and_sites(tmp_path: Path) -> None:
-    t = exp.read_table1(write_table(tmp_path))
-    assert t.reference == 1 and t.benchmarks == ["A.8", "B.8"]
-    assert t.time_factors().tolist() == [[2.0, 1.0], [0.5, 1.0]]
-    sites = t.sites(64)
-    assert [s.time_factor(0) for s in sites] == [2.0, 1.0] and sites[0].time_factor(1) == 0.5
-
-
-def test_table1_bad_input(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.csv"
-    bad.write_text("benchmark,nodes,X,Y\nA,8,1,2\n")
-    with pytest.raises(ValueError, match="P2SC"):
-        exp.read_table1(bad)
-    bad.write_text("benchmark,nodes,X,IBM SP (P2SC 160 MHz)\nA,8,1,zero\n")
-    with pytest.raises(ValueError, match="non-numeric"):
-        exp.read_table1(bad)
+def test_sites_come_from_the_platform_resized_to_the_trace() -> None:
+    data = exp.TraceData("T", base_jobs(), 64, two_sites())
+    assert [s.procs for s in data.sites] == [64, 64] and data.n_benchmarks == 2
+    assert [s.time_factor(0) for s in data.sites] == [2.0, 1.0] and data.sites[0].time_factor(1) == 0.5
 
 
 @needs_table
-def test_shared_table1_reference_is_p2sc() -> None:
-    t = exp.read_table1(TABLE)
-    assert t.machines[t.reference].startswith("IBM SP (P2SC")
-    assert len(t.benchmarks) == 4 and np.allclose(t.time_factors()[:, t.reference], 1.0)
-    # Table 1: LU.256 is fastest on the Origin 2000 (20.328 s vs 24.2 s on the P2SC).
-    assert t.time_factors()[3, 0] == pytest.approx(20.328 / 24.2)
+def test_the_preset_holds_table1s_factors() -> None:
+    """The sabin2003 preset's speeds are Table 1's times over the P2SC's (the shared CSV), in the
+    paper's site order (cluster 0: Origin 2000, ..., cluster 3: the P2SC)."""
+    import csv
+
+    with TABLE.open() as fh:
+        rows = list(csv.reader(line for line in fh if line.strip() and not line.startswith("#")))
+    machines, body = rows[0][2:], rows[1:]
+    ref = next(i for i, m in enumerate(machines) if "P2SC" in m)
+    plat = exp.load_sites()
+    assert [s.name for s in plat.sites] == ["origin2000", "sp-wn66", "t3e900", "sp-p2sc"]
+    assert list(plat.kinds) == [f"{r[0]}.{r[1]}" for r in body]
+    for m, site in enumerate(plat.sites):
+        for r in body:
+            times = [float(x) for x in r[2:]]
+            assert site.factor(f"{r[0]}.{r[1]}") == times[m] / times[ref]
+
+
+def test_load_sites_refuses_what_is_neither_preset_nor_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="neither a preset"):
+        exp.load_sites(str(tmp_path / "missing.toml"))
 
 
 #: Table 1's shape (four machines, the P2SC the reference), made-up times
@@ -152,10 +157,18 @@ def test_site_columns_refuse_a_shift_before_zero() -> None:
         exp.site_copies(base_jobs(), n_sites=3, shift_s=-1.0, shifted={1})
 
 
-def four_machines(tmp_path: Path) -> exp.Table1:
-    path = tmp_path / "t4.csv"
-    path.write_text("".join(",".join(row) + "\n" for row in FOUR_MACHINES))
-    return exp.read_table1(path)
+def four_machines(tmp_path: Path | None = None) -> Platform:
+    """Table 1's shape (four sites, the last the reference), the made-up times of FOUR_MACHINES."""
+    times = [[float(x) for x in row[2:]] for row in FOUR_MACHINES[1:]]
+    kinds = tuple(f"{row[0]}.{row[1]}" for row in FOUR_MACHINES[1:])
+    return Platform(
+        "four",
+        tuple(
+            SiteSpec(name, 1, speeds={k: t[m] / t[3] for k, t in zip(kinds, times, strict=True)})
+            for m, name in enumerate(FOUR_MACHINES[0][2:])
+        ),
+        kinds=kinds,
+    )
 
 
 def test_draw_columns_draws_the_jobs_draw_workload_draws(tmp_path: Path) -> None:
@@ -198,8 +211,7 @@ def test_every_figure_names_known_schemes() -> None:
 
 
 def test_run_task_and_summary(tmp_path: Path) -> None:
-    t = exp.read_table1(write_table(tmp_path))
-    data = {"T": exp.TraceData("T", base_jobs(), 4, t)}
+    data = {"T": exp.TraceData("T", base_jobs(), 4, two_sites())}
     rows = exp.run_sweep(data, ["greedy", "mr-easy", "single-easy"], [1.0, 2.0], seed=1, workers=1)
     assert [(r["load_factor"], r["scheme"]) for r in rows] == [
         (1.0, "greedy"),
@@ -222,11 +234,10 @@ def test_run_task_and_summary(tmp_path: Path) -> None:
     assert "Efficacy priority" not in md  # claims without runs are left out
 
 
-@needs_table
 def test_cli_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ["experiment", "sabin2003", "--figure", "1", "--trace", str(DATA / "swf_tiny.swf"), "--jobs", "5"]
-    args += ["--load", "1.0", "--load", "1.4", "--workers", "1", "--table", str(TABLE), "--out", str(out)]
+    args += ["--load", "1.0", "--load", "1.4", "--workers", "1", "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert {p.name for p in out.iterdir()} == {
@@ -291,9 +302,56 @@ def test_the_committed_full_size_results_are_one_consistent_sweep(tmp_path: Path
 
     rows = _read_runs(RESULTS / "runs.csv")
     cells = {(r["trace"], r["load_factor"], r["scheme"]) for r in rows}
-    assert cells == {(t, f, s) for t in ("CTC", "SDSC") for f in exp.LOAD_FACTORS for s in exp.SCHEMES}
+    assert cells == {(t, f, s) for t in ("CTC", "SDSC") for f in exp.LOAD_FACTORS for s in exp.schemes_for(exp.FIGURES)}
     assert len(rows) == len(cells) and all(r["jobs"] == 20000 for r in rows)
     for n, fig in exp.FIGURES.items():
         exp.write_csv(tmp_path / f"fig{n:02d}.csv", exp.figure_rows(rows, fig))
         assert (tmp_path / f"fig{n:02d}.csv").read_bytes() == (RESULTS / f"fig{n:02d}.csv").read_bytes(), n
         assert (RESULTS / f"fig{n:02d}.png").stat().st_size > 10_000
+
+
+def test_split_stream_deals_one_stream_round_robin_hand_worked() -> None:
+    """Six jobs submitted at 100, 150, ..., 350 (rebased: 0, 50, ..., 250) dealt to three sites:
+    homes 0, 1, 2, 0, 1, 2; the jobs of site 1 move by 100 s (shift 100, shifted {1}): submit
+    times 0, 150, 100, 150, 300, 250 -> merged by time, then by place: ids 1..6 in that order."""
+    got = exp.split_stream(base_jobs(), n_sites=3, shift_s=100.0, shifted={1})
+    assert [(j.job_id, j.submit_time, j.home_site, j.run_time) for j in got] == [
+        (1, 0.0, 0, 10.0),
+        (2, 100.0, 2, 30.0),
+        (3, 150.0, 1, 20.0),
+        (4, 150.0, 0, 40.0),
+        (5, 250.0, 2, 60.0),
+        (6, 300.0, 1, 50.0),
+    ]
+
+
+@given(n=st.integers(0, 30), n_sites=st.integers(1, 5))
+@settings(max_examples=30, deadline=None)
+def test_split_stream_keeps_every_job_once(n: int, n_sites: int) -> None:
+    jobs = [Job(i + 1, float((i * 37) % 11), 5.0 + i, 9.0 + i, 1) for i in range(n)]
+    got = exp.split_stream(jobs, n_sites=n_sites)
+    assert sorted(j.run_time for j in got) == sorted(j.run_time for j in jobs)
+    assert [j.job_id for j in got] == list(range(1, n + 1))
+    assert [j.submit_time for j in got] == sorted(j.submit_time for j in got)
+
+
+def test_study_variants_are_labelled_and_sized() -> None:
+    data = {"T": exp.TraceData("T", base_jobs(), 8, four_machines())}
+    assert {k: v.procs for k, v in exp.study_variants("s3-procs", data).items()} == {"T": 8, "T@430": 430}
+    arr = exp.study_variants("arrivals", data)
+    assert {k: v.arrivals for k, v in arr.items()} == {"T": "copies", "T [split]": "split"}
+    assert len(arr["T [split]"].copies) == len(base_jobs()) and len(arr["T"].copies) == 4 * len(base_jobs())
+    assert list(exp.study_variants("cancel-slower", data)) == ["T"]
+
+
+def test_cli_study_writes_its_table_figure_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["experiment", "sabin2003", "--trace", str(DATA / "swf_tiny.swf"), "--jobs", "5", "--load", "1.0"]
+    result = CliRunner().invoke(app, [*args, "--workers", "1", "--study", "cancel-slower", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    study = out / "study-cancel-slower"
+    assert {p.name for p in study.iterdir()} >= {"runs.csv", "study.csv", "study.png", "summary.md"}
+    md = (study / "summary.md").read_text()
+    assert "| S4 |" in md and "| S4 (no-kill) |" in md
+    bad = CliRunner().invoke(app, [*args, "--study", "nope", "--out", str(out)])
+    assert bad.exit_code == 2 and "unknown study" in bad.output

@@ -122,6 +122,23 @@ def test_cancel_slower_only_kills_only_for_strictly_earlier_completion() -> None
     assert not CompletionTime().decide_start(job(), 1, 1.0, [running], 30.0).start
 
 
+def test_cancel_slower_only_no_kill_never_restarts_a_running_job() -> None:
+    """Hand-worked: the job runs at site 0 (started at 10, estimate 100: expected end 110). Site
+    1's kept copy could end at 30 + 50 = 80 < 110: ``restart`` kills site 0 and starts here;
+    ``no-kill`` denies it (the job runs at one site only). With no running copy both readings
+    start and cancel exactly the copies at slower sites (estimate >= 50: sites 2 and 3)."""
+    running = CopyOffer(0, 100.0, 10.0, is_running=True)
+    restart, no_kill = CancelSlowerOnly(), CancelSlowerOnly(variant="no-kill")
+    assert restart.decide_start(job(), 1, 50.0, [running], 30.0).kill == (0,)
+    assert not no_kill.decide_start(job(), 1, 50.0, [running], 30.0).start
+    offers = [CopyOffer(1, 30.0, 500.0), CopyOffer(2, 90.0, 400.0), CopyOffer(3, 50.0, 300.0)]
+    for meta in (restart, no_kill):
+        decision = meta.decide_start(job(), 0, 50.0, offers, 0.0)
+        assert decision.start and decision.cancel == (2, 3) and decision.kill == ()
+    with pytest.raises(ValueError, match="variant"):
+        CancelSlowerOnly(variant="replicate")  # type: ignore[arg-type]
+
+
 def test_efficacy_ranks_higher_efficacy_first_then_fcfs() -> None:
     a, b, c = job(1, 0.0, efficacy=0.5), job(2, 5.0, efficacy=1.0), job(3, 1.0)
     view = SiteView(8, 8, [], [a, b, c])

@@ -212,16 +212,15 @@ def test_sabin2003_preset_gives_the_experiments_rows(scheme: str) -> None:
     exp = _module("metasched.experiments.sabin2003", "metasched.sim.experiments.sabin2003")
     from metasched.sim.multisite_metrics import summarise_multisite
 
-    table = exp.read_table1(TABLE)  # type: ignore[attr-defined]
     procs = 8
     base = [
         Job(i + 1, 37.0 * i + (i % 5) * 11.0, 40.0 + (i * 53) % 400, 60.0 + (i * 53) % 400 + (i * 31) % 300,
             1 + (i * 7) % 8)
         for i in range(60)
     ]  # fmt: skip
-    data = exp.TraceData("T", base, procs, table)  # type: ignore[attr-defined]
+    data = exp.TraceData("T", base, procs, load_preset("sabin2003"))  # type: ignore[attr-defined]
     plat = load_preset("sabin2003").with_procs(procs)
-    assert plat.to_sites() == table.sites(procs)
+    assert plat.to_sites() == data.sites
     s = exp.SCHEMES[scheme]  # type: ignore[attr-defined]
     policy = {
         "least-load": f"least-load:k={s.k}",

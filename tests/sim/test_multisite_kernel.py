@@ -42,6 +42,8 @@ SUPPORTED: list[tuple[MetaScheduler, LocalScheduler]] = [
     (CancelSlowerOnly(k=4), ConservativeBackfill()),
     (CancelSlowerOnly(k=4), ConservativeBackfill(order=Efficacy())),
     (CancelSlowerOnly(k=3, selection="completion"), ConservativeBackfill()),
+    (CancelSlowerOnly(k=4, variant="no-kill"), ConservativeBackfill()),
+    (CancelSlowerOnly(k=3, selection="completion", variant="no-kill"), ConservativeBackfill(order=Efficacy())),
 ]
 
 

@@ -24,16 +24,20 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any
 
 from metasched.experiments import runner
+from metasched.experiments.claims import Claim, Interval, Measure, Rows
 from metasched.model.job import Job
-from metasched.model.machines import MachineConfig, parse_machines
+from metasched.model.machines import parse_machines
+from metasched.model.platform import Platform
+from metasched.model.platform_file import load_platform, load_preset, preset_names
 from metasched.policy.meta import BestFit, MultiSite
 from metasched.sim.grid import GridResult, simulate_grid, simulate_local
 from metasched.sim.metrics import summarise
@@ -99,13 +103,23 @@ def extracts(jobs: Sequence[Job], n_jobs: int, count: int = 3) -> list[list[Job]
     return [rebase(ordered[s : s + n_jobs]) for s in starts]
 
 
-def load_workloads(trace: Path, n_jobs: int = N_JOBS, seed: int = SEED) -> dict[str, list[Job]]:
-    """``ctc1``, ``ctc2``, ``ctc3`` (extracts of the trace) and ``ctcsyn`` (seeded synthetic)."""
+def names_of(label: str) -> list[str]:
+    """The four workload names of the trace labelled ``label``: the paper's ``ctc1``, ``ctc2``,
+    ``ctc3``, ``ctcsyn`` for ``CTC``; ``<label>1`` .. ``<label>syn`` (lower case) for another short
+    name; ``<label>:1`` .. ``<label>:syn`` for a file's label."""
+    prefix = label.lower() if label.replace("-", "").isalnum() else f"{label}:"
+    return [f"{prefix}1", f"{prefix}2", f"{prefix}3", f"{prefix}syn"]
+
+
+def load_workloads(trace: Path, n_jobs: int = N_JOBS, seed: int = SEED, label: str = "CTC") -> dict[str, list[Job]]:
+    """Three extracts of the trace and one seeded synthetic workload resampled from it, named by
+    :func:`names_of` (``ctc1``, ``ctc2``, ``ctc3``, ``ctcsyn`` for the CTC trace)."""
     if not trace.exists():
-        raise FileNotFoundError(f"CTC trace not found: {trace} (set METASCHED_SHARED or pass --trace)")
+        raise FileNotFoundError(f"trace not found: {trace} (set METASCHED_SHARED or pass --trace)")
     source = read_swf(trace).jobs
-    workloads = {f"ctc{k + 1}": ex for k, ex in enumerate(extracts(source, n_jobs))}
-    workloads["ctcsyn"] = ctc_like(n_jobs, seed=seed, source_jobs=source)
+    names = names_of(label)
+    workloads = {names[k]: ex for k, ex in enumerate(extracts(source, n_jobs))}
+    workloads[names[3]] = ctc_like(n_jobs, seed=seed, source_jobs=source)
     return workloads
 
 
@@ -190,9 +204,24 @@ def plan_runs(workloads: Iterable[str], configs: Iterable[str], overheads: Seque
     return runs
 
 
-def config_of(key: str) -> MachineConfig:
-    """A Table 1 configuration by name, or a user list of sizes (``"128,128,256"``, ``"2x256"``)."""
-    return parse_machines(key)
+@lru_cache(maxsize=64)
+def config_of(key: str) -> Platform:
+    """The machines of configuration ``key``: a Table 1 name (``m128``: the preset
+    ``ernemann2002-m128`` under ``model/presets/``, read by the platform loader), a platform TOML
+    file, or a user list of sizes (``"128,128,256"``, ``"2x256"``). One site per machine."""
+    preset = f"ernemann2002-{key}"
+    if preset in preset_names():
+        return load_preset(preset)
+    if key.endswith(".toml"):
+        if not Path(key).is_file():
+            raise ValueError(f"configuration {key!r}: no such platform file")
+        return load_platform(key)
+    return Platform.from_machine_config(parse_machines(key))
+
+
+def sizes_of(key: str) -> list[int]:
+    """The processors of each machine of configuration ``key`` (:func:`config_of`), in site order."""
+    return [s.procs for s in config_of(key).sites]
 
 
 def simulate_run(jobs: Sequence[Job], sizes: Sequence[int], scenario: str, overhead: float) -> GridResult:
@@ -260,13 +289,13 @@ def _modified(workload: str, config: str, modification: int) -> list[Job]:
     if key not in _MODIFIED:
         if len(_MODIFIED) > 8:
             _MODIFIED.clear()
-        sizes = config_of(config).sizes
+        sizes = sizes_of(config)
         _MODIFIED[key] = modify(_BASE[workload], sizes, modification)
     return _MODIFIED[key]
 
 
 def _execute(run: Run) -> dict[str, Any]:
-    sizes = config_of(run.config).sizes
+    sizes = sizes_of(run.config)
     jobs = _modified(run.workload, run.config, run.modification)
     t0, c0 = time.perf_counter(), time.process_time()
     result = simulate_run(jobs, sizes, run.scenario, run.overhead)
@@ -280,7 +309,7 @@ def _dedupe(runs: Sequence[Run], workloads: dict[str, list[Job]]) -> dict[Run, l
     def fingerprint(run: Run, with_home: bool) -> str:
         fkey = (run.workload, run.config, run.modification, with_home)
         if fkey not in fingerprints:
-            sizes = config_of(run.config).sizes
+            sizes = sizes_of(run.config)
             fingerprints[fkey] = signature(workloads[run.workload], sizes, run.modification, with_home=with_home)
         return fingerprints[fkey]
 
@@ -288,7 +317,7 @@ def _dedupe(runs: Sequence[Run], workloads: dict[str, list[Job]]) -> dict[Run, l
     for run in runs:
         if run.scenario == SINGLE:
             # One machine: the sites and the home sites do not matter, only the jobs and the size.
-            key: tuple[Any, ...] = (SINGLE, config_of(run.config).total_procs, fingerprint(run, False))
+            key: tuple[Any, ...] = (SINGLE, sum(sizes_of(run.config)), fingerprint(run, False))
         else:
             key = (run.config, run.scenario, run.overhead, fingerprint(run, True))
         groups.setdefault(key, []).append(run)
@@ -367,17 +396,7 @@ def run_sweep(
 # -- the paper's claims ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """One claim of seed 001 checked against the sweep: ``holds`` and the numbers behind it."""
-
-    text: str
-    holds: bool
-    detail: str
-    headline: str = ""
-
-
-def _index(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, int, float], float]:
+def _index(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str, int, float], float]:
     return {
         (r["workload"], r["config"], r["scenario"], int(r["modification"]), round(float(r["overhead"]), 4)): float(
             r["awrt"]
@@ -401,7 +420,7 @@ def break_even(ms: Sequence[tuple[float, float]], sharing: float) -> float:
     return math.inf
 
 
-def break_evens(rows: Sequence[dict[str, Any]], modification: int = 2) -> dict[tuple[str, str], float]:
+def break_evens(rows: Sequence[Mapping[str, Any]], modification: int = 2) -> dict[tuple[str, str], float]:
     """``(workload, config) -> break-even overhead`` of multi-site against job sharing (same mod)."""
     idx = _index(rows)
     out: dict[tuple[str, str], float] = {}
@@ -414,158 +433,145 @@ def break_evens(rows: Sequence[dict[str, Any]], modification: int = 2) -> dict[t
     return out
 
 
-def _by_config(item: tuple[tuple[str, str], float]) -> tuple[str, str]:
-    (workload, config), _ = item
-    return config, workload
-
-
 def _pct(x: float) -> str:
     return "never" if x == math.inf else ("n/a" if math.isnan(x) else f"{100 * x:.1f}%")
 
 
-def evaluate_claims(rows: Sequence[dict[str, Any]], *, close: float = 0.10) -> list[Claim]:
-    """Seed 001's four headline claims, each with the measured numbers (no tuning: just reading).
+#: "Close" in claims E2 and E5: a relative AWRT gap of at most 10%.
+CLOSE_PCT = 10.0
 
-    ``close``: the relative AWRT gap counted as "close to m512".
-    """
+
+def _sharing_cut(rows: Rows, w: str) -> Measure | None:
+    """E1: job sharing (modification 1) against local processing on m128, relative AWRT (%)."""
     idx = _index(rows)
-    workloads = sorted({k[0] for k in idx})
-    claims: list[Claim] = []
+    local, js = idx.get((w, "m128", LOCAL, 1, 0.0)), idx.get((w, "m128", SHARING, 1, 0.0))
+    if not local or js is None:
+        return None
+    return Measure(100.0 * (js / local - 1), f"AWRT sharing {js:,.0f} s vs local {local:,.0f} s")
 
-    # 1. Job sharing cuts AWRT by over 50% against local processing on m128 (Figure 4).
-    cuts = {}
-    for w in workloads:
-        local, js = idx.get((w, "m128", LOCAL, 1, 0.0)), idx.get((w, "m128", SHARING, 1, 0.0))
-        if local and js:
-            cuts[w] = 1 - js / local
-    if cuts:
-        claims.append(
-            Claim(
-                "Job sharing cuts AWRT by over 50% against local processing on m128",
-                all(c > 0.5 for c in cuts.values()),
-                ", ".join(f"{w}: {100 * c:.1f}% lower" for w, c in cuts.items()),
-                f"{100 * min(cuts.values()):.0f}-{100 * max(cuts.values()):.0f}% lower",
-            )
+
+def _close_to_m512(rows: Rows, w: str) -> Measure | None:
+    """E2: multi-site at p = 0 (m128, modification 2) against the same jobs on one 512 machine (%)."""
+    idx = _index(rows)
+    ms0, single = idx.get((w, "m128", MULTISITE, 2, 0.0)), idx.get((w, "m128", SINGLE, 2, 0.0))
+    if not single or ms0 is None:
+        return None
+    ref = idx.get((w, REFERENCE, SINGLE, 2, 0.0))
+    unsplit = f"; vs m512 on the unsplit jobs {100 * (ms0 / ref - 1):+.1f}%" if ref else ""
+    return Measure(100.0 * (ms0 / single - 1), f"AWRT {ms0:,.0f} s vs {single:,.0f} s{unsplit}")
+
+
+def _beats_sharing_at_25(rows: Rows, w: str) -> Measure | None:
+    """E3: multi-site at p = 25% against job sharing (m128, modification 2), relative AWRT (%)."""
+    idx = _index(rows)
+    ms, js = idx.get((w, "m128", MULTISITE, 2, 0.25)), idx.get((w, "m128", SHARING, 2, 0.0))
+    if not js or ms is None:
+        return None
+    even = break_evens([r for r in rows if r["workload"] == w and r["config"] == "m128"], 2).get((w, "m128"))
+    return Measure(100.0 * (ms / js - 1), f"break-even overhead {_pct(even if even is not None else math.nan)}")
+
+
+def _tolerance_margin(other: str) -> Callable[[Rows, str], Measure | None]:
+    """E4: the larger break-even overhead of m128 and m256 less that of ``other`` (percentage
+    points; 'never' within the sweep counted as 100%)."""
+
+    def measure(rows: Rows, w: str) -> Measure | None:
+        even = break_evens([r for r in rows if r["workload"] == w], 2)
+        if any((w, c) not in even for c in ("m128", "m256", other)):
+            return None
+        points = {c: 100.0 * min(even[(w, c)], 1.0) for c in ("m128", "m256", other)}
+        return Measure(
+            max(points["m128"], points["m256"]) - points[other],
+            "break-even " + ", ".join(f"{c} {_pct(even[(w, c)])}" for c in ("m128", "m256", other)),
         )
 
-    # 2. Multi-site with p = 0 comes close to m512 (Figure 4: m128, modification 2). Like for like:
-    # the same modified jobs on one 512-processor machine; also against m512 on the unsplit trace.
-    same: dict[tuple[str, str], float] = {}
-    unsplit: dict[tuple[str, str], float] = {}
-    for w in workloads:
-        for c in GRID_CONFIGS:
-            ms0 = idx.get((w, c, MULTISITE, 2, 0.0))
-            single = idx.get((w, c, SINGLE, 2, 0.0))
-            ref = idx.get((w, REFERENCE, SINGLE, 2, 0.0))
-            if ms0 and single:
-                same[(w, c)] = ms0 / single - 1
-            if ms0 and ref:
-                unsplit[(w, c)] = ms0 / ref - 1
-    m128 = {w: g for (w, c), g in same.items() if c == "m128"}
-    if m128:
-        claims.append(
-            Claim(
-                f"Multi-site with p = 0 comes close to m512 (within {100 * close:.0f}% AWRT, m128, modification 2)",
-                all(abs(g) <= close for g in m128.values()),
-                "vs the same jobs on one 512-processor machine: "
-                + ", ".join(f"{c}/{w}: {100 * g:+.1f}%" for (w, c), g in sorted(same.items(), key=_by_config))
-                + "; vs m512 on the unsplit workload: "
-                + ", ".join(f"{c}/{w}: {100 * g:+.1f}%" for (w, c), g in sorted(unsplit.items(), key=_by_config)),
-                f"m128: {100 * min(m128.values()):+.1f}% to {100 * max(m128.values()):+.1f}%",
-            )
-        )
+    return measure
 
-    # 3. Multi-site still beats job sharing at about 25% overhead (m128, modification 2).
+
+def _wide_kept(rows: Rows, w: str) -> Measure | None:
+    """E5: multi-site at p = 0 on m128, wide jobs kept whole (mod 3) against split (mod 2) (%)."""
+    idx = _index(rows)
+    kept, split = idx.get((w, "m128", MULTISITE, 3, 0.0)), idx.get((w, "m128", MULTISITE, 2, 0.0))
+    if not split or kept is None:
+        return None
+    return Measure(100.0 * (kept / split - 1), f"AWRT kept {kept:,.0f} s vs split {split:,.0f} s")
+
+
+#: Seed 001's claims (figure each comes from), one verdict per workload. Tolerances read the
+#: paper's words ("over 50%", "close", "about 25%", "more overhead"), fixed before any run.
+CLAIMS: tuple[Claim, ...] = (
+    Claim("E1", "Job sharing cuts AWRT by over 50% against local processing (m128)", "over 50% lower",
+          _sharing_cut, Interval(hi=-50), "4"),
+    Claim("E2", f"Multi-site with p = 0 comes close to one 512-processor machine (within {CLOSE_PCT:g}%, m128, "
+          "modification 2, same jobs)", "close to m512", _close_to_m512, Interval(-CLOSE_PCT, CLOSE_PCT), "4"),
+    Claim("E3", "Multi-site still beats job sharing at 25% overhead (m128, modification 2)", "break-even about 25%",
+          _beats_sharing_at_25, Interval(hi=0), "6"),
+    Claim("E4a", "Equal-sized machines (m128 or m256) tolerate more overhead than m384", "more than m384",
+          _tolerance_margin("m384"), Interval(lo=0.1, unit="points"), "5"),
+    Claim("E4b", "Equal-sized machines (m128 or m256) tolerate more overhead than m64", "more than m64",
+          _tolerance_margin("m64"), Interval(lo=0.1, unit="points"), "5"),
+    Claim("E5", f"Keeping wide jobs whole raises multi-site AWRT by at most {CLOSE_PCT:g}% at p = 0 (m128)",
+          "no significant rise", _wide_kept, Interval(hi=CLOSE_PCT), "7"),
+)  # fmt: skip
+
+
+#: Sensitivity studies (``--study NAME``), computed from the sweep's rows.
+STUDIES: dict[str, str] = {
+    "e3": "E3 on every workload: the break-even overhead of multi-site against job sharing per machine set "
+    "(modification 2); the paper: about 25% on m128",
+}
+
+
+def break_even_rows(rows: Rows) -> list[dict[str, Any]]:
+    """Study ``e3``: per workload and machine set, the break-even overhead (``inf``: multi-site
+    still better at the largest overhead run) and AWRT(p = 25%) / AWRT(job sharing)."""
+    idx = _index(rows)
     even = break_evens(rows, 2)
-    m128_even = {w: p for (w, c), p in even.items() if c == "m128"}
-    if m128_even:
-        at25 = {
-            w: (idx[(w, "m128", MULTISITE, 2, 0.25)], idx[(w, "m128", SHARING, 2, 0.0)])
-            for w in m128_even
-            if (w, "m128", MULTISITE, 2, 0.25) in idx
-        }
-    if m128_even and at25:
-        claims.append(
-            Claim(
-                "Multi-site still beats job sharing at about 25% overhead (m128, modification 2)",
-                all(ms < js for ms, js in at25.values()),
-                ", ".join(
-                    f"{w}: AWRT(p=25%)/AWRT(sharing) = {at25[w][0] / at25[w][1]:.3f}, break-even {_pct(p)}"
-                    for w, p in m128_even.items()
-                    if w in at25
-                ),
-                f"{sum(1 for ms, js in at25.values() if ms < js)} of {len(at25)} workloads; "
-                + "AWRT(25%)/AWRT(sharing) "
-                + _ratio_range(ms / js for ms, js in at25.values())
-                + "; break-even "
-                + ", ".join(_pct(p) for p in m128_even.values()),
+    out = []
+    for w in workload_traces(rows):
+        for c in GRID_CONFIGS:
+            if (w, c) not in even:
+                continue
+            js, ms = idx.get((w, c, SHARING, 2, 0.0)), idx.get((w, c, MULTISITE, 2, 0.25))
+            out.append(
+                {
+                    "workload": w,
+                    "config": c,
+                    "break_even": even[(w, c)],
+                    "awrt_sharing": js,
+                    "awrt_multisite_25": ms,
+                    "ratio_25": ms / js if ms is not None and js else math.nan,
+                }
             )
-        )
+    return out
 
-    # 4. Equal-sized machines tolerate more overhead than m384 and m64 (Figure 5).
-    per_config: dict[str, list[float]] = {}
-    for (_, c), p in even.items():
-        per_config.setdefault(c, []).append(p)
 
-    def mean_even(c: str) -> float:
-        values = [min(p, 1.0) for p in per_config.get(c, [])]  # "never" counted as 100%
-        return sum(values) / len(values) if values else math.nan
-
-    if all(c in per_config for c in GRID_CONFIGS):
-        equal = min(mean_even("m128"), mean_even("m256"))
-        per_workload = "; ".join(f"{c}/{w}: {_pct(p)}" for (w, c), p in sorted(even.items(), key=_by_config))
-        for other in ("m384", "m64"):
-            claims.append(
-                Claim(
-                    f"Equal-sized machines (m128, m256) tolerate more overhead than {other}",
-                    equal > mean_even(other),
-                    "mean break-even overhead over workloads, 'never' counted as 100% (modification 2): "
-                    + ", ".join(f"{c}: {_pct(mean_even(c))}" for c in ("m128", "m256", other))
-                    + "; per workload: "
-                    + per_workload,
-                    "mean break-even " + ", ".join(f"{c} {_pct(mean_even(c))}" for c in ("m128", "m256", other)),
-                )
-            )
-
-    # 5. Keeping wide jobs whole (modification 3) does not increase AWRT significantly (Figure 7, m128).
-    wide: dict[str, list[float]] = {}
-    for (w, c, sc, mod, p), a in idx.items():
-        if c == "m128" and sc == MULTISITE and mod == 3 and (w, c, sc, 2, p) in idx:
-            wide.setdefault(w, []).append(a / idx[(w, c, sc, 2, p)] - 1)
-    if wide:
-        at0 = {
-            w: idx[(w, "m128", MULTISITE, 3, 0.0)] / idx[(w, "m128", MULTISITE, 2, 0.0)] - 1
-            for w in wide
-            if (w, "m128", MULTISITE, 3, 0.0) in idx
-        }
-        claims.append(
-            Claim(
-                f"Keeping wide jobs whole does not raise multi-site AWRT much (within {100 * close:.0f}% "
-                "of splitting them into parts of 128 at p = 0, m128)",
-                bool(at0) and all(g <= close for g in at0.values()),
-                ", ".join(
-                    f"{w}: {100 * at0.get(w, math.nan):+.1f}% at p = 0, {100 * min(g):+.1f}% to {100 * max(g):+.1f}% "
-                    "over the overheads"
-                    for w, g in wide.items()
-                ),
-                f"p = 0: {100 * min(at0.values()):+.1f}% to {100 * max(at0.values()):+.1f}%" if at0 else "",
-            )
-        )
-    return claims
+def workload_traces(rows: Rows) -> list[str]:
+    """The workloads of ``rows`` in first-seen order (the claims' columns)."""
+    return list(dict.fromkeys(str(r["workload"]) for r in rows))
 
 
 def describe_setup(
-    trace: Path, workloads: dict[str, list[Job]], infos: dict[str, dict[str, Any]], seed: int = SEED
+    traces: Mapping[str, Path],
+    workloads: Mapping[str, list[Job]],
+    infos: Mapping[str, Mapping[str, Any]],
+    seed: int = SEED,
 ) -> list[str]:
-    """Bullet lines describing the workloads (``infos``: :func:`metasched.workload.info.describe`
-    of each workload on 512 processors)."""
+    """Bullet lines describing the traces and workloads (``infos``: :func:`metasched.workload.info.describe`
+    of each workload on 512 processors): facts of the setup, no result."""
     lines = [
-        f"Trace: `{trace.name}`; extracts ctc1-3 are {len(next(iter(workloads.values())))} consecutive jobs "
-        "at the start, middle and end of the trace; ctcsyn is `ctc_like` resampled from the whole trace "
-        f"(seed {seed}).",
+        f"Trace {label}: `{path.name}`; extracts {', '.join(names_of(label)[:3])} are consecutive jobs at the "
+        f"start, middle and end of the trace; {names_of(label)[3]} is `ctc_like` resampled from the whole trace "
+        f"(seed {seed})."
+        for label, path in traces.items()
+    ]
+    lines += [
         "Round-robin site assignment; EASY backfilling on every machine; central grid queue (FCFS) with "
         "BestFit (job sharing) or MultiSite (single machine by BestFit, else split over the freest machines); "
-        "split jobs run (1 + p) x longer, estimates alike.",
+        "split jobs run (1 + p) x longer, estimates alike. The machine sets are the presets "
+        "ernemann2002-m64 .. m512 (`metasched platforms`).",
+        "Chosen here where the paper is silent: the single machine of a non-split multi-site job is chosen by "
+        "BestFit; one EASY reservation for the whole grid queue; estimates are the trace's requested times.",
     ]
     for w, info in infos.items():
         load = info.get("offered_load")
@@ -576,94 +582,3 @@ def describe_setup(
             f"{sum(1 for j in workloads[w] if j.requested_procs > 128)}"
         )
     return lines
-
-
-def _ratio_range(values: Iterable[float]) -> str:
-    vals = sorted(values)
-    return f"{vals[0]:.3f}-{vals[-1]:.3f}" if vals else "n/a"
-
-
-def differences(rows: Sequence[dict[str, Any]], infos: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """Where this reproduction departs from seed 001 and why, with the sweep's own numbers."""
-    idx = _index(rows)
-    workloads = sorted({k[0] for k in idx})
-    out: list[str] = []
-    if infos:
-        spans = [float(i["span_days"]) for i in infos.values()]
-        n_jobs = max(int(i["jobs"]) for i in infos.values())
-        loads = [float(i["offered_load"]) for i in infos.values() if isinstance(i.get("offered_load"), float)]
-        out.append(
-            f"Workload length: our {n_jobs:,}-job sets span {min(spans):.0f}-{max(spans):.0f} days (the paper: "
-            "'more than three months' for 10,000 jobs). "
-            + (f"Offered load on 512 processors: {min(loads):.2f}-{max(loads):.2f}. " if loads else "")
-            + "We did not stretch the arrivals to match (no tuning to the paper)."
-        )
-    ms3 = [
-        idx[(w, c, MULTISITE, 3, 0.0)] / idx[(w, REFERENCE, SINGLE, 2, 0.0)]
-        for w in workloads
-        for c in GRID_CONFIGS
-        if (w, c, MULTISITE, 3, 0.0) in idx and (w, REFERENCE, SINGLE, 2, 0.0) in idx
-    ]
-    ms2 = [
-        idx[(w, c, MULTISITE, 2, 0.0)] / idx[(w, REFERENCE, SINGLE, 2, 0.0)]
-        for w in workloads
-        for c in GRID_CONFIGS
-        if (w, c, MULTISITE, 2, 0.0) in idx and (w, REFERENCE, SINGLE, 2, 0.0) in idx
-    ]
-    if ms3 and ms2:
-        out.append(
-            "The m512 reference: multi-site at p = 0 on the unchanged jobs (modification 3) gives "
-            f"AWRT / AWRT(m512) = {_ratio_range(ms3)}. With modification 2 (the parts of a split wide job are "
-            f"independent jobs that need not start together) the ratio is {_ratio_range(ms2)}. Figure 4 of the "
-            "paper does not "
-            "say which workload its m512 bar ran; we give both (rows 'single' = the configuration's modified "
-            "jobs on one 512-processor machine)."
-        )
-    big_local = [
-        (c, idx[(w, c, LOCAL, 1, 0.0)]) for w in workloads for c in ("m64", "m384") if (w, c, LOCAL, 1, 0.0) in idx
-    ]
-    if big_local:
-        out.append(
-            "Local processing on m64 and m384: round robin gives the small machines as many jobs as the large "
-            f"ones (AWRT up to {max(a for _, a in big_local):,.0f} s). The paper shows local results only "
-            "for m128; we report them but draw no claim from them."
-        )
-    m64 = [
-        (idx[(w, "m64", SHARING, 1, 0.0)], idx[(w, "m64", SHARING, 2, 0.0)])
-        for w in workloads
-        if (w, "m64", SHARING, 1, 0.0) in idx and (w, "m64", SHARING, 2, 0.0) in idx
-    ]
-    even = break_evens(rows, 2)
-    m64_even = [p for (_, c), p in even.items() if c == "m64"]
-    if m64:
-        never = sum(1 for p in m64_even if p == math.inf)
-        out.append(
-            "m64: job sharing with modification 2 (parts of 64) is "
-            f"{_ratio_range(b / a for a, b in m64)} x the AWRT of modification 1 (parts of the home machine's "
-            "size). Multi-site beats job sharing on m64 at every overhead run (up to "
-            f"{100 * max(p for _w, _c, _s, _m, p in idx):.0f}%) on {never} of {len(m64_even)} workloads."
-        )
-    m128_even = {w: p for (w, c), p in even.items() if c == "m128"}
-    finite = [p for p in m128_even.values() if math.isfinite(p)]
-    if m128_even:
-        out.append(
-            "Overhead tolerance on m128: multi-site stops beating job sharing at "
-            + ", ".join(f"{w} {_pct(p)}" for w, p in sorted(m128_even.items()))
-            + (f" (finite ones {100 * min(finite):.0f}-{100 * max(finite):.0f}%)" if finite else "")
-            + ". The paper's 'about 25%' is "
-            + (
-                "inside this spread"
-                if finite and min(m128_even.values()) <= 0.25 <= max(m128_even.values())
-                else "outside this spread"
-            )
-            + ". The paper found ctcsyn the least favourable workload; here the most favourable (highest "
-            f"break-even) is {max(m128_even, key=lambda w: m128_even[w])} and the least "
-            f"{min(m128_even, key=lambda w: m128_even[w])}."
-        )
-    out.append(
-        "Unspecified in the paper, chosen here: the single machine of a non-split multi-site job is chosen by "
-        "BestFit; the central queue is FCFS with one EASY reservation for the whole grid (the first blocked "
-        "job, on the machine(s) where it could start earliest); estimates are the trace's requested times "
-        "(jobs killed at their estimate); a split job's estimate grows by (1 + p) like its run time."
-    )
-    return out

@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from metasched.experiments.claims import FAILS, HOLDS, NOT_RUN, claims_tables, counts, evaluate, robustness_table
 from metasched.experiments.ernemann2002 import (
+    CLAIMS,
     GRID_CONFIGS,
     LOCAL,
     MULTISITE,
@@ -21,8 +23,8 @@ from metasched.experiments.ernemann2002 import (
     ROW_FIELDS,
     SHARING,
     SINGLE,
-    Claim,
     break_evens,
+    workload_traces,
 )
 from metasched.report.plots import pyplot
 
@@ -60,6 +62,24 @@ def _index(rows: Iterable[Mapping[str, Any]]) -> dict[Key, float]:
 def _series(idx: Mapping[Key, float], w: str, c: str, mod: int) -> tuple[list[float], list[float]]:
     points = sorted((p, a) for (w2, c2, s, m, p), a in idx.items() if (w2, c2, s, m) == (w, c, MULTISITE, mod))
     return [100 * p for p, _ in points], [a for _, a in points]
+
+
+_COLOURS = (
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#17becf", "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+)  # fmt: skip
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1")
+
+
+def line_style(i: int) -> dict[str, Any]:
+    """The colour and marker of a figure's ``i``-th line: no two lines of a figure share either."""
+    return {"color": _COLOURS[i % len(_COLOURS)], "marker": _MARKERS[i % len(_MARKERS)]}
+
+
+def _legend_outside(ax: Any) -> None:
+    """The legend right of the axes, never over the data (none without labelled lines)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def _pick(options: Sequence[str], preferred: str) -> str:
@@ -108,21 +128,23 @@ def figure5(idx: Mapping[Key, float], path: Path, workload: str) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
     if ref:
-        for k, c in enumerate(GRID_CONFIGS):
+        line = 0
+        for c in GRID_CONFIGS:
             xs, ys = _series(idx, workload, c, 2)
             if not xs:
                 continue
-            colour = f"C{k}"
-            ax.plot(xs, [y / ref for y in ys], marker="o", color=colour, label=f"{c} multi-site")
+            ax.plot(xs, [y / ref for y in ys], label=f"{c} multi-site", **line_style(line))
             js = idx.get((workload, c, SHARING, 2, 0.0))
             if js is not None:
-                ax.axhline(js / ref, color=colour, linestyle="--", linewidth=1, label=f"{c} job sharing")
+                ax.plot(xs, [js / ref] * len(xs), linestyle="--", linewidth=1, label=f"{c} job sharing",
+                        **line_style(line + 1))  # fmt: skip
+            line += 2
         ax.axhline(1.0, color="black", linewidth=0.8, label="m512")
     ax.set_xlabel("multi-site overhead p (%)")
     ax.set_ylabel("AWRT / AWRT(m512)")
     ax.set_title(f"Configurations vs m512, workload {workload}, modification 2")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend_outside(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -131,18 +153,18 @@ def figure5(idx: Mapping[Key, float], path: Path, workload: str) -> None:
 def figure6(idx: Mapping[Key, float], path: Path, workloads: Sequence[str], config: str = "m128") -> None:
     """Multi-site AWRT over the overhead relative to job sharing, one line per workload."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.8, 4.4))
-    for w in workloads:
+    fig, ax = plt.subplots(figsize=(8.6, 4.4))
+    for i, w in enumerate(workloads):
         js = idx.get((w, config, SHARING, 2, 0.0))
         xs, ys = _series(idx, w, config, 2)
         if js and xs:
-            ax.plot(xs, [y / js for y in ys], marker="o", label=w)
+            ax.plot(xs, [y / js for y in ys], label=w, **line_style(i))
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="job sharing")
     ax.set_xlabel("multi-site overhead p (%)")
     ax.set_ylabel("AWRT(multi-site) / AWRT(job sharing)")
     ax.set_title(f"Workloads, {config}, modification 2")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -151,11 +173,11 @@ def figure6(idx: Mapping[Key, float], path: Path, workloads: Sequence[str], conf
 def figure7(idx: Mapping[Key, float], path: Path, workload: str, config: str = "m128") -> None:
     """Multi-site with wide jobs split into parts of the largest machine (mod 2) vs kept (mod 3)."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.8, 4.4))
-    for mod, label in ((2, "wide jobs split (modification 2)"), (3, "wide jobs kept (modification 3)")):
+    fig, ax = plt.subplots(figsize=(8.6, 4.4))
+    for i, (mod, label) in enumerate(((2, "wide jobs split (modification 2)"), (3, "wide jobs kept (modification 3)"))):
         xs, ys = _series(idx, workload, config, mod)
         if xs:
-            ax.plot(xs, ys, marker="o", label=f"multi-site, {label}")
+            ax.plot(xs, ys, label=f"multi-site, {label}", **line_style(i))
     js = idx.get((workload, config, SHARING, 2, 0.0))
     if js is not None:
         ax.axhline(js, color="black", linestyle="--", linewidth=1, label="job sharing (modification 2)")
@@ -163,7 +185,7 @@ def figure7(idx: Mapping[Key, float], path: Path, workload: str, config: str = "
     ax.set_ylabel("AWRT (s)")
     ax.set_title(f"Wide jobs, {config}, workload {workload}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -194,22 +216,34 @@ def _pct(x: float) -> str:
 
 def summary_markdown(
     rows: Sequence[Mapping[str, Any]],
-    claims: Sequence[Claim],
     *,
+    command: str,
     setup: Sequence[str],
-    differences: Sequence[str],
     figures: Sequence[Path],
 ) -> str:
-    """The markdown summary: setup, claims (hold or not, by how much), AWRT tables, break-evens."""
+    """The markdown summary, generated from ``rows``: the claims' verdicts per workload and across
+    the workloads (:data:`~metasched.experiments.ernemann2002.CLAIMS`), then the AWRT and
+    break-even tables; ``setup`` states the inputs (no result)."""
     idx = _index(rows)
-    workloads = sorted({k[0] for k in idx})
-    lines = ["# Seed 001 (Ernemann et al. 2002): grid job sharing and multi-site co-allocation", ""]
+    workloads = workload_traces(rows)
+    verdicts = evaluate(CLAIMS, rows, workloads)
+    n = counts(verdicts)
+    lines = ["# Ernemann et al. 2002 (seed 001): which claims hold", "", f"Command: `{command}`", ""]
+    lines += [
+        f"{n[HOLDS]} verdicts hold, {n[FAILS]} do not, {n[NOT_RUN]} were not run "
+        f"({len(CLAIMS)} claims x {len(workloads)} workload(s)).",
+        "",
+    ]
     lines += ["## Setup", "", *[f"- {s}" for s in setup], ""]
-    lines += ["## Claims", "", "| claim | holds | measured |", "|---|---|---|"]
-    for claim in claims:
-        lines.append(f"| {claim.text} | {'yes' if claim.holds else 'NO'} | {claim.detail} |")
-    lines += [""]
-    lines += ["## Where we differ and why", "", *[f"- {d}" for d in differences], ""]
+    lines += ["## Robustness across the workloads", "", *robustness_table(verdicts, workloads), ""]
+    lines += [
+        "## Claims per workload",
+        "",
+        "Ours: the measure named in the cell, from this run's rows. 'holds if ours is': this reproduction's",
+        "reading of the paper's words, fixed before the runs.",
+        "",
+        *claims_tables(verdicts, workloads),
+    ]
     lines += ["## AWRT (s)", ""]
     overheads = sorted({k[4] for k in idx if k[2] == MULTISITE})
     shown = [p for p in overheads if p in (0.0, 0.1, 0.25, 0.4)] or overheads
@@ -245,3 +279,58 @@ def summary_markdown(
         lines.append(f"| {w} | " + " | ".join(_pct(even.get((w, c), math.nan)) for c in grid_configs) + " |")
     lines += ["", "## Figures", "", *[f"![{p.stem}]({p.name})" for p in figures], ""]
     return "\n".join(lines)
+
+
+def write_study(name: str, rows: Sequence[Mapping[str, Any]], out: Path, command: str) -> list[Path]:
+    """Study ``name`` (:data:`~metasched.experiments.ernemann2002.STUDIES`) from the sweep's rows:
+    ``break_even.csv`` (full precision), ``break_even.png`` and ``summary.md`` in ``out``."""
+    from metasched.experiments.ernemann2002 import STUDIES, break_even_rows
+
+    out.mkdir(parents=True, exist_ok=True)
+    table = break_even_rows(rows)
+    csv_path, png, md = out / "break_even.csv", out / "break_even.png", out / "summary.md"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["workload", "config", "break_even", "awrt_sharing",
+                                                "awrt_multisite_25", "ratio_25"])  # fmt: skip
+        writer.writeheader()
+        writer.writerows(table)
+    configs = [c for c in GRID_CONFIGS if any(r["config"] == c for r in table)]
+    workloads = list(dict.fromkeys(r["workload"] for r in table))
+    top = max([100 * r["break_even"] for r in table if math.isfinite(r["break_even"])] or [40.0])
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8.6, 4.4))
+    for i, w in enumerate(workloads):
+        pts = [(configs.index(r["config"]), r["break_even"]) for r in table if r["workload"] == w]
+        ax.plot([x for x, _ in pts], [100 * min(y, 10.0) if math.isfinite(y) else top * 1.1 for _, y in pts],
+                label=w, **line_style(i))  # fmt: skip
+    ax.axhline(25.0, color="black", linestyle=":", linewidth=1, label="paper: about 25% (m128)")
+    ax.set_xticks(range(len(configs)), configs)
+    ax.set_ylabel("break-even overhead p (%)")
+    ax.set_title(f"Break-even of multi-site vs job sharing (modification 2); 'never' drawn at {top * 1.1:.0f}%")
+    ax.grid(True, alpha=0.3)
+    _legend_outside(ax)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    lines = [
+        f"# Ernemann et al. 2002: study `{name}`",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Question: {STUDIES[name]}.",
+        "",
+    ]
+    lines += ["| workload | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    for w in workloads:
+        cells = {r["config"]: r for r in table if r["workload"] == w}
+        lines.append(
+            f"| {w} | "
+            + " | ".join(
+                f"{_pct(cells[c]['break_even'])} (AWRT(25%)/sharing {cells[c]['ratio_25']:.3f})" if c in cells else "-"
+                for c in configs
+            )
+            + " |"
+        )
+    lines += ["", f"![break-even]({png.name})", ""]
+    md.write_text("\n".join(lines))
+    return [csv_path, png, md]

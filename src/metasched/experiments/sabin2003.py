@@ -25,7 +25,6 @@ around them; see :data:`FIGURES`.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -54,6 +53,8 @@ from metasched.experiments.claims import (
     series,
 )
 from metasched.model.job import Job
+from metasched.model.platform import Platform
+from metasched.model.platform_file import load_platform, load_preset, preset_names
 from metasched.model.site import Site
 from metasched.policy.base import lookup
 from metasched.policy.local import REGISTRY as LOCAL_REGISTRY
@@ -73,65 +74,24 @@ SHIFTED_COPIES: tuple[int, ...] = (2, 3)
 TRANSFER_BPS = 10e6
 SIZE_RANGE_BYTES = (500e6, 3e9)
 SINGLE_SITE_SCALE = 4.0
-SITE_NAMES = ("origin2000", "sp-wn66", "t3e900", "sp-p2sc")
 
 
-# ------------------------------------------------------------------------------------------- table 1
+# ------------------------------------------------------------------------------------------ platform
+
+#: The preset describing the four sites (``model/presets/sabin2003.toml``: Table 1's run-time
+#: factors per NAS benchmark against the IBM SP P2SC, the traces' reference machine).
+PLATFORM = "sabin2003"
 
 
-@dataclass(frozen=True)
-class Table1:
-    """Run times (s) of benchmarks (rows) on machines (columns); ``reference`` is the trace's machine."""
-
-    benchmarks: list[str]
-    machines: list[str]
-    times: np.ndarray
-    reference: int
-
-    def time_factors(self) -> np.ndarray:
-        """``[benchmark, machine]`` run time relative to the reference machine."""
-        return self.times / self.times[:, [self.reference]]
-
-    def sites(self, procs: int) -> list[Site]:
-        """One site per machine, ``procs`` processors each, speed per benchmark (= app class)."""
-        factors = self.time_factors()
-        return [
-            Site(
-                name=SITE_NAMES[m] if len(self.machines) == len(SITE_NAMES) else self.machines[m],
-                procs=procs,
-                speed={b: float(factors[b, m]) for b in range(len(self.benchmarks))},
-            )
-            for m in range(len(self.machines))
-        ]
-
-
-def read_table1(path: Path) -> Table1:
-    """Read ``sabin2003_table1.csv`` (``#`` comments, header ``benchmark,nodes,<machines...>``).
-
-    The reference machine is the IBM SP (P2SC 160 MHz) column (seed 000: "the estimate from the
-    original trace corresponded to an estimate on the IBM SP (P2SC 160 MHz)").
-    """
-    with path.open() as fh:
-        rows = [row for row in csv.reader(line for line in fh if line.strip() and not line.startswith("#"))]
-    if len(rows) < 2 or rows[0][:2] != ["benchmark", "nodes"]:
-        raise ValueError(f"{path}: expected a header 'benchmark,nodes,<machines...>' and benchmark rows")
-    machines = rows[0][2:]
-    refs = [i for i, m in enumerate(machines) if "P2SC" in m]
-    if len(refs) != 1:
-        raise ValueError(f"{path}: expected exactly one IBM SP (P2SC 160 MHz) column, got {machines}")
-    benchmarks, times = [], []
-    for row in rows[1:]:
-        if len(row) != len(machines) + 2:
-            raise ValueError(f"{path}: row {row} has {len(row)} fields, expected {len(machines) + 2}")
-        benchmarks.append(f"{row[0]}.{row[1]}")
-        try:
-            values = [float(x) for x in row[2:]]
-        except ValueError:
-            raise ValueError(f"{path}: non-numeric run time in row {row}") from None
-        if any(not (v > 0 and math.isfinite(v)) for v in values):
-            raise ValueError(f"{path}: run times must be positive, row {row}")
-        times.append(values)
-    return Table1(benchmarks, machines, np.array(times), refs[0])
+def load_sites(spec: str = PLATFORM) -> Platform:
+    """The platform ``spec`` names: a preset (``metasched platforms``) or a TOML file. Its job
+    kinds are the benchmarks each job draws from (kind ``c`` = application class ``c``)."""
+    if spec in preset_names():
+        return load_preset(spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"--platform {spec!r}: neither a preset ({', '.join(preset_names())}) nor a file")
+    return load_platform(path)
 
 
 # ------------------------------------------------------------------------------------------ workload
@@ -179,6 +139,30 @@ def site_columns(
         app_class=one.app_class[rows],
         transfer_s=one.transfer_s[rows],
     )
+
+
+#: How the trace's jobs reach the sites (the ``arrivals`` study): ``copies`` (the default reading:
+#: every site gets its own copy of the first ``n`` jobs) or ``split`` (one stream of the first ``n``
+#: jobs, dealt to the sites round robin, the jobs of sites 2 and 3 shifted by three hours).
+ARRIVALS: tuple[str, ...] = ("copies", "split")
+
+
+def split_stream(
+    base: Sequence[Job], *, n_sites: int, shift_s: float = SHIFT_S, shifted: Iterable[int] = SHIFTED_COPIES
+) -> list[Job]:
+    """The other reading of seed 000's arrival stream: "a 5000 job subset [...] modified [...] to
+    model jobs submitted to a metascheduler from geographically distributed users (by
+    time-shifting two of the traces by three hours)": the ``n`` jobs, in submit order, get home
+    site ``k mod n_sites``; the jobs of the ``shifted`` sites move by ``shift_s``; merged by submit
+    time (then by place in the trace) and renumbered 1..n. Invariant: the same jobs, each once."""
+    shifted = set(shifted)
+    ordered = transforms.rebase(base)
+    homed = [
+        j.copy(home_site=k % n_sites, submit_time=j.submit_time + (shift_s if k % n_sites in shifted else 0.0))
+        for k, j in enumerate(ordered)
+    ]
+    merged = sorted(range(len(homed)), key=lambda k: (homed[k].submit_time, k))
+    return [homed[k].copy(job_id=i + 1) for i, k in enumerate(merged)]
 
 
 def draw_workload(
@@ -257,6 +241,7 @@ class Scheme:
     order: str = "fcfs"
     transfer: bool = False
     single_site: bool = False
+    variant: str = ""
 
 
 SCHEMES: dict[str, Scheme] = {
@@ -303,6 +288,14 @@ SCHEMES: dict[str, Scheme] = {
         )
         for k in (1, 2, 3, 4)
     },
+    # the other reading of cancel-slower-only (study ``cancel-slower``; in no figure of the paper)
+    "cons-slower-nokill": Scheme(
+        "Completion-based conservative, cancel slower only, no kill (K=4, FCFS)",
+        meta="cancel-slower-only",
+        k=4,
+        local="conservative",
+        variant="no-kill",
+    ),
 }
 
 
@@ -395,25 +388,40 @@ class Task:
 
 @dataclass(frozen=True)
 class TraceData:
-    """A trace's first ``n`` jobs and its machine size, with Table 1."""
+    """A trace's first ``n`` jobs and the processors per site, on ``platform`` (its sites resized
+    to ``procs`` each, as the paper sizes every site like the trace's machine)."""
 
     name: str
     jobs: list[Job]
     procs: int
-    table: Table1
+    platform: Platform
+    arrivals: str = "copies"
+
+    @cached_property
+    def sites(self) -> list[Site]:
+        """The simulator's sites: the platform's, ``procs`` processors each."""
+        return self.platform.with_procs(self.procs).to_sites()
+
+    @property
+    def n_benchmarks(self) -> int:
+        return len(self.platform.kinds)
 
     @cached_property
     def copies(self) -> list[Job]:
         """:func:`site_copies` of the jobs, one per site of Table 1; computed on first use and
         kept (every task of a sweep starts from it: ~0.3 s saved per task). Not to be changed."""
-        return site_copies(self.jobs, n_sites=len(self.table.machines))
+        if self.arrivals == "split":
+            return split_stream(self.jobs, n_sites=len(self.platform.sites))
+        return site_copies(self.jobs, n_sites=len(self.platform.sites))
 
     @cached_property
     def columns(self) -> JobColumns:
         """:attr:`copies` as columns, in their order (submit order, as ``transforms.load_factor``
         keeps it), built without them (:func:`site_columns`): what :func:`draw_columns` starts
         from. (Building the copies and their columns took ~0.3 s of a sweep's start per trace.)"""
-        return site_columns(self.jobs, n_sites=len(self.table.machines))
+        if self.arrivals == "split":
+            return JobColumns.from_jobs(self.copies)
+        return site_columns(self.jobs, n_sites=len(self.platform.sites))
 
 
 def run_task(
@@ -424,7 +432,7 @@ def run_task(
     runs the Python driver instead of the compiled event loop (same rows)."""
     scheme = SCHEMES[task.scheme]
     fast = compiled and kernel is not False
-    nb = len(data.table.benchmarks)
+    nb = data.n_benchmarks
     # the compiled loop runs on columns (no Job objects: same rows, tested); the other paths on Jobs
     jobs: list[Job] | JobColumns = (
         draw_columns(data.columns, n_benchmarks=nb, load=task.load, seed=seed, transfer=scheme.transfer)
@@ -474,8 +482,13 @@ def run_task(
         )
         return row
     meta_cls = lookup(META_REGISTRY, scheme.meta, "meta-scheduler")
-    meta = meta_cls(k=scheme.k) if scheme.meta == "least-load" else meta_cls(k=scheme.k, selection=scheme.selection)
-    result = simulate_multisite(jobs, data.table.sites(data.procs), meta, local, compiled=compiled, kernel=kernel)
+    extra = {"variant": scheme.variant} if scheme.variant else {}
+    meta = (
+        meta_cls(k=scheme.k)
+        if scheme.meta == "least-load"
+        else meta_cls(k=scheme.k, selection=scheme.selection, **extra)
+    )
+    result = simulate_multisite(jobs, data.sites, meta, local, compiled=compiled, kernel=kernel)
     row.update(summarise_multisite(result))
     return row
 
@@ -494,7 +507,7 @@ def warm_up(data: dict[str, TraceData], schemes: Sequence[str], seed: int) -> No
     from metasched.sim._multisite_kernel import compile_kernels
 
     first = next(iter(data.values()))
-    few = TraceData(first.name, first.jobs[:20], first.procs, first.table)
+    few = TraceData(first.name, first.jobs[:20], first.procs, first.platform, first.arrivals)
     compile_kernels()
     for scheme in schemes:
         run_task(Task(first.name, 1.0, scheme), few, seed)
@@ -601,7 +614,9 @@ def line_style(key: str) -> dict[str, Any]:
     }
 
 
-def plot_figure(path: Path, rows: Sequence[dict[str, Any]], fig: Figure, traces: Sequence[str]) -> None:
+def plot_figure(
+    path: Path, rows: Rows, fig: Figure, traces: Sequence[str], *, title: str = ""
+) -> None:
     """One panel per trace: ``fig.metric`` against the load factor, one line per scheme; one
     legend below the panels (never over the data)."""
     import matplotlib
@@ -629,7 +644,7 @@ def plot_figure(path: Path, rows: Sequence[dict[str, Any]], fig: Figure, traces:
         fontsize=8,
         frameon=False,
     )
-    panels.suptitle(f"Figure {fig.number}: {fig.title}")
+    panels.suptitle(title or f"Figure {fig.number}: {fig.title}")
     # fixed margins (room for 7-digit ticks and two legend rows below the panels): ``tight_layout``
     # measured every text first, a third of a figure's drawing time
     panels.subplots_adjust(left=0.075, right=0.99, bottom=0.27, top=0.88, wspace=0.2)
@@ -841,3 +856,145 @@ def summary_markdown(
     ]
     lines += [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------ sensitivity studies
+
+
+@dataclass(frozen=True)
+class Study:
+    """A sensitivity study (``--study NAME``): the schemes of the disputed claims, run on variants
+    of each trace (a variant is a :class:`TraceData` under its own label); the claims' verdicts
+    per variant say whether the disagreement moves with the reading."""
+
+    name: str
+    question: str
+    schemes: tuple[str, ...]
+    claims: tuple[str, ...]
+
+
+_S4_NO_KILL = Claim(
+    "S4 (no-kill)",
+    "Cancelling only slower copies, kept copies never killing the running one, improves turnaround slightly "
+    "(0 to -10%)",
+    "a small gain",
+    relative("cons-slower-nokill", "cons-fcfs", _T, "cancel-slower-only (no-kill) vs cancel-all"),
+    Interval(-10, 0),
+    "4",
+)
+
+STUDIES: dict[str, Study] = {
+    s.name: s
+    for s in (
+        Study(
+            "s3-procs",
+            "S3 with every site as large as the paper's CTC machine (430) and as the trace's own machine",
+            ("mr-easy", "cons-fcfs"),
+            ("S3",),
+        ),
+        Study(
+            "cancel-slower",
+            "S4 under both readings of cancel-slower-only (restart: a faster kept copy kills and restarts the job; "
+            "no-kill: it never does)",
+            ("cons-fcfs", "cons-slower", "cons-slower-nokill"),
+            ("S4", "S4 (no-kill)"),
+        ),
+        Study(
+            "arrivals",
+            "S1 and S11 with the arrival stream as one 5000-job stream dealt to the four sites (split) and as a "
+            "copy of the trace per site (copies)",
+            ("greedy", "mr-easy", "cons-fcfs", "eff-load-k4"),
+            ("S1", "S11"),
+        ),
+    )
+}
+
+
+def study_variants(study: str, data: Mapping[str, TraceData]) -> dict[str, TraceData]:
+    """The trace variants a study runs, by label: ``s3-procs``: each trace at its own size and at
+    430 processors per site (``LABEL@430``); ``arrivals``: each trace as copies and as one split
+    stream (``LABEL [split]``); ``cancel-slower``: the traces as given."""
+    out: dict[str, TraceData] = {}
+    for label, d in data.items():
+        out[label] = d
+        if study == "s3-procs" and d.procs != PAPER_CTC_PROCS:
+            out[f"{label}@{PAPER_CTC_PROCS}"] = replace(d, procs=PAPER_CTC_PROCS)
+        if study == "arrivals":
+            out[f"{label} [split]"] = replace(d, arrivals="split")
+    return out
+
+
+#: The CTC machine of the paper ("the 430 node Cornell Theory Center (CTC) trace").
+PAPER_CTC_PROCS = 430
+
+
+def study_claims(study: Study) -> list[Claim]:
+    """The claims a study reports, in its order."""
+    known = {c.id: c for c in (*CLAIMS, _S4_NO_KILL)}
+    return [known[i] for i in study.claims]
+
+
+def study_rows(rows: Rows, study: Study) -> list[dict[str, Any]]:
+    """Per variant and scheme: the mean over the load factors of turnaround, worst-case
+    turnaround and utilization (the study's table and CSV)."""
+    out: list[dict[str, Any]] = []
+    for trace in dict.fromkeys(r["trace"] for r in rows):
+        for key in study.schemes:
+            mine = [r for r in rows if r["trace"] == trace and r["scheme"] == key]
+            if not mine:
+                continue
+            out.append(
+                {
+                    "variant": trace,
+                    "scheme": key,
+                    "loads": len(mine),
+                    "mean_turnaround": float(np.mean([r["mean_turnaround"] for r in mine])),
+                    "max_turnaround": float(np.mean([r["max_turnaround"] for r in mine])),
+                    "utilization": float(np.mean([r["utilization"] for r in mine])),
+                }
+            )
+    return out
+
+
+def study_markdown(rows: Rows, study: Study, traces: Sequence[str], command: str) -> str:
+    """A study's summary: the question, the claims' verdicts per variant (generated), the means."""
+    verdicts = evaluate(study_claims(study), rows, traces)
+    lines = [
+        f"# Sabin et al. 2003: study `{study.name}`",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Question: {study.question}.",
+        "",
+        "## Verdicts per variant",
+        "",
+        *robustness_table(verdicts, traces),
+        "",
+        *claims_tables(verdicts, traces),
+        "## Means over the load factors",
+        "",
+        "| variant | scheme | mean turnaround (s) | worst-case turnaround (s) | utilization |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in study_rows(rows, study):
+        lines.append(
+            f"| {r['variant']} | {SCHEMES[r['scheme']].label} | {r['mean_turnaround']:,.0f} "
+            f"| {r['max_turnaround']:,.0f} | {r['utilization']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_study(path: Path, rows: Rows, study: Study, traces: Sequence[str]) -> None:
+    """Mean turnaround against the load factor, one panel per variant, one line per scheme."""
+    fig = Figure(0, "mean_turnaround", "average turnaround time (s)", f"study {study.name}", study.schemes)
+    plot_figure(path, rows, fig, traces, title=f"Study {study.name}")
+
+
+def platform_inputs(platform: Platform) -> dict[str, Any]:
+    """What a sweep's rows depend on in ``platform`` (for the resume journal): the sites' names
+    and speed factors by kind, in order."""
+    return {
+        "name": platform.name,
+        "sites": [[s.name, s.speed, {k: s.speeds[k] for k in sorted(s.speeds)}] for s in platform.sites],
+        "kinds": list(platform.kinds),
+    }

@@ -340,6 +340,8 @@ def kernel_scheme(meta: MetaScheduler, local: Sequence[LocalScheduler]) -> tuple
         CancelSlowerOnly: c.DECIDE_SLOWER,
     }
     decision = decisions.get(type(meta))
+    if decision == c.DECIDE_SLOWER and getattr(meta, "variant", "restart") == "no-kill":
+        decision = c.DECIDE_SLOWER_NO_KILL
     if decision is None or not local:
         return None
     first = local[0]

@@ -25,7 +25,6 @@ from metasched.cli.experiment import (
     app,
     executor_for,
     resolve_traces,
-    shared_dir,
 )
 from metasched.experiments import sabin2003 as exp
 from metasched.experiments.runner import Journal, JournalError
@@ -46,7 +45,14 @@ def sabin2003(
     load: Annotated[list[float] | None, typer.Option(help="load factors (repeatable); default 1.0..2.0 by 0.2")] = None,
     seed: Annotated[int, typer.Option(help="seed of the benchmark and data-size draws")] = 1,
     workers: WorkersOpt = 2,
-    table: Annotated[Path | None, typer.Option(help="Table 1 CSV (default: shared/data/nas)")] = None,
+    platform: Annotated[
+        str,
+        typer.Option(
+            "--platform",
+            help="the sites: a preset (metasched platforms) or a TOML file; every site is resized to the trace's "
+            "processors (--procs)",
+        ),
+    ] = exp.PLATFORM,
     procs: Annotated[
         list[str] | None,
         typer.Option(
@@ -58,6 +64,15 @@ def sabin2003(
     executor: ExecutorOpt = "local",
     resume: ResumeOpt = False,
     replot: ReplotOpt = False,
+    study: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--study",
+            help="run a sensitivity study instead of the figures (repeatable): "
+            + ", ".join(exp.STUDIES)
+            + "; results in OUT/study-NAME/",
+        ),
+    ] = None,
 ) -> None:
     """Heterogeneous multi-site schemes of Sabin et al. 2003 over load factors, figures 1-14.
 
@@ -85,10 +100,13 @@ def sabin2003(
     loads = sorted(set(load or exp.LOAD_FACTORS))
     if any(not (f > 0) for f in loads):
         raise typer.BadParameter(f"load factors must be positive, got {loads}")
-    table_path = table or shared_dir() / "data" / "nas" / "sabin2003_table1.csv"
-    if not table_path.is_file():
-        raise typer.BadParameter(f"Table 1 CSV not found at {table_path} (set METASCHED_SHARED or --table)")
-    t1 = exp.read_table1(table_path)
+    unknown = [s for s in study or [] if s not in exp.STUDIES]
+    if unknown:
+        raise typer.BadParameter(f"unknown study {unknown[0]!r}; known: {', '.join(exp.STUDIES)}", param_hint="--study")
+    try:
+        sites = exp.load_sites(platform)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--platform") from None
     data: dict[str, exp.TraceData] = {}
     resolved = resolve_traces(trace or ["CTC", "SDSC"])
     sizes = _site_sizes(procs or [], [name for name, _ in resolved])
@@ -101,18 +119,22 @@ def sabin2003(
             raise typer.BadParameter(
                 f"trace {name}: a job needs {widest} processors, the sites have {size}", param_hint="--procs"
             )
-        data[name] = exp.TraceData(name=name, jobs=base, procs=size, table=t1)
+        data[name] = exp.TraceData(name=name, jobs=base, procs=size, platform=sites)
         header = read_header(path)
         words = ", ".join(f"{k}: {header[k]}" for k in ("Computer", "Installation", "MaxProcs") if header.get(k))
         described[name] = (f"{path.name} ({words})" if words else path.name, size)
         console.print(f"{name}: {path.name}, first {len(base)} jobs, {size} processors per site")
-    schemes = exp.schemes_for(figures)
     out.mkdir(parents=True, exist_ok=True)
+    if study:
+        for name in study:
+            _run_study(exp.STUDIES[name], data, loads, out / f"study-{name}", seed, workers, executor)
+        return
+    schemes = exp.schemes_for(figures)
     n_tasks = len(data) * len(loads) * len(schemes)
     inputs = {
         "jobs": jobs,
         "seed": seed,
-        "table": str(table_path.resolve()),
+        "platform": exp.platform_inputs(sites),
         "traces": {n: d.procs for n, d in data.items()},
     }
     journal = Journal(out / PARTIAL, inputs)
@@ -150,6 +172,46 @@ def sabin2003(
     (out / SETUP).write_text(json.dumps({"traces": {t: list(d) for t, d in described.items()}}, indent=2) + "\n")
     _write_outputs(out, rows, figures, list(data), schemes, loads, head, workers, described)
     console.print(f"wrote {out}/runs.csv, fig*.csv, fig*.png, summary.md ({elapsed:.1f} s)")
+
+
+def _run_study(
+    study: exp.Study,
+    data: dict[str, exp.TraceData],
+    loads: list[float],
+    out: Path,
+    seed: int,
+    workers: int,
+    executor: str,
+) -> None:
+    """One sensitivity study: its schemes on its trace variants, through the runner; runs.csv,
+    study.csv (means per variant), study.png and summary.md in ``out``."""
+    variants = exp.study_variants(study.name, data)
+    out.mkdir(parents=True, exist_ok=True)
+    n_tasks = len(variants) * len(loads) * len(study.schemes)
+    console.print(f"study {study.name}: {', '.join(variants)}; {n_tasks} simulations")
+    started = time.perf_counter()
+    with (
+        Progress(
+            TextColumn(f"[bold]{study.name}[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress,
+        executor_for(executor, workers=workers, out=out) as pool,
+    ):
+        bar = progress.add_task("runs", total=n_tasks)
+        rows = exp.run_sweep(
+            variants, list(study.schemes), loads, seed=seed, workers=workers,
+            on_done=lambda _row: progress.advance(bar), executor=pool, stage_dir=out / "stage",
+        )  # fmt: skip
+    exp.write_csv(out / "runs.csv", rows)
+    exp.write_csv(out / "study.csv", exp.study_rows(rows, study))
+    traces = list(variants)
+    exp.plot_study(out / "study.png", rows, study, traces)
+    command = "metasched experiment sabin2003 " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    (out / "summary.md").write_text(exp.study_markdown(rows, study, traces, command))
+    console.print(f"wrote {out}/runs.csv, study.csv, study.png, summary.md ({time.perf_counter() - started:.1f} s)")
 
 
 def _write_outputs(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from metasched.policy.meta.best_fit import BestFit
-from metasched.policy.meta.cancel_slower_only import CancelSlowerOnly
+from metasched.policy.meta.cancel_slower_only import VARIANTS, CancelSlowerOnly
 from metasched.policy.meta.completion_time import CompletionTime
 from metasched.policy.meta.k_reservations import KReservations
 from metasched.policy.meta.least_load import LeastLoad
@@ -156,7 +156,19 @@ _ENTRIES: tuple[PolicyInfo, ...] = (
         CancelSlowerOnly,
         "completion-time, cancelling only the copies at slower sites",
         f"{_S000}, section 5",
-        (_k(4), _CHOICE, _LOCAL, _ORDER),
+        (
+            _k(4),
+            _CHOICE,
+            _LOCAL,
+            _ORDER,
+            Param(
+                "variant",
+                str,
+                "restart",
+                "restart: a kept faster copy that completes earlier kills and restarts the job; no-kill: it never does",
+                choices=VARIANTS,
+            ),
+        ),
         aliases=_SEL_ALIAS,
     ),
     PolicyInfo(
@@ -239,6 +251,8 @@ class PolicySpec:
             kwargs["k"] = self.params["k"]
             if "choice" in self.params:
                 kwargs["selection"] = self.params["choice"]
+            if "variant" in self.params:
+                kwargs["variant"] = self.params["variant"]
         elif self.info.name == "multisite":
             kwargs["max_parts"] = self.params.get("max_parts")
         return self.info.cls(**kwargs)

@@ -16,6 +16,7 @@ from metasched.policy.local._conservative_kernel import (
 from metasched.sim._multisite_codes import (
     DECIDE_COMPLETION,
     DECIDE_SLOWER,
+    DECIDE_SLOWER_NO_KILL,
     DECIDE_START,
     LOCAL_CONSERVATIVE,
     ORDER_EFFICACY,
@@ -479,10 +480,12 @@ def run_loop(
                 mine = est[s, o]
                 start_it = True
                 if m > 0:
-                    if decide == DECIDE_SLOWER:
+                    if decide >= DECIDE_SLOWER:  # DECIDE_SLOWER or DECIDE_SLOWER_NO_KILL
                         mine_end = now + mine
                         for a in range(m):
-                            if off_run[a] and mine_end >= off_start[a] + off_est[a]:
+                            if off_run[a] and (
+                                decide == DECIDE_SLOWER_NO_KILL or mine_end >= off_start[a] + off_est[a]
+                            ):
                                 start_it = False
                         if start_it:
                             best_c = np.inf
@@ -540,7 +543,7 @@ def run_loop(
                     _log(lg, lgt, g, now, EV_START, o, s)
                     for a in range(m):
                         t = off_site[a]
-                        if off_run[a] or (decide == DECIDE_SLOWER and off_est[a] < mine):
+                        if off_run[a] or (decide >= DECIDE_SLOWER and off_est[a] < mine):
                             continue
                         cur = si[t, CURRENT]
                         _remove_copy(
