@@ -33,13 +33,13 @@ def single_runs(workloads: dict[str, list[Job]]) -> None:
         ("m384", exp.LOCAL, 1, 0.0),
         ("m512", exp.SINGLE, 3, 0.0),
     ):
-        sizes = exp.config_of(config).sizes
+        sizes = exp.sizes_of(config)
         modified = exp.modify(jobs, sizes, mod)
         best = min(_timed(modified, sizes, scenario, p) for _ in range(3))
         print(f"  {config:5s} {scenario:12s} mod {mod} p={p:.2f}: {len(modified)} jobs, best of 3 {best:.3f} s CPU")
 
 
-def _timed(jobs: list[Job], sizes: tuple[int, ...], scenario: str, p: float) -> float:
+def _timed(jobs: list[Job], sizes: list[int], scenario: str, p: float) -> float:
     c0 = time.process_time()
     exp.simulate_run(jobs, sizes, scenario, p)
     return time.process_time() - c0

@@ -47,8 +47,7 @@ def main() -> None:
     from metasched.workload.swf import read_swf_head
 
     base, procs = read_swf_head(TRACE, args.jobs // 4)
-    table = exp.read_table1(SHARED / "data" / "nas" / "sabin2003_table1.csv")
-    data = exp.TraceData("CTC", base, procs, table)
+    data = exp.TraceData("CTC", base, procs, load_preset("sabin2003"))
     task = exp.Task("CTC", 1.0, "greedy")
     jobs = exp.draw_workload(data.copies, n_benchmarks=4, load=1.0, seed=1)
     plat = load_preset("sabin2003").with_procs(procs)

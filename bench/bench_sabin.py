@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     loads = args.load or [1.0, 2.0]
     schemes = args.scheme or ["greedy", "mr-easy", "cons-fcfs", "eff-load-k4"]
-    table = exp.read_table1(SHARED / "data" / "nas" / "sabin2003_table1.csv")
+    sites = exp.load_sites()
     per_scheme: dict[str, list[float]] = {s: [] for s in schemes}
     ref_head = f" {'ref_cpu_s':>9} {'speedup':>7}" if args.reference else ""
     ref_head += f" {'driver_cpu_s':>12} {'speedup':>7}" if args.driver else ""
@@ -55,7 +55,7 @@ def main() -> None:
     keep_freed_memory()  # as the sweep's processes do (exp.run_sweep)
     for name in args.trace or ["CTC", "SDSC"]:
         w = read_swf(SHARED / "data" / "traces" / TRACES[name])
-        data = exp.TraceData(name, transforms.first_n(w.jobs, args.jobs), w.max_procs, table)
+        data = exp.TraceData(name, transforms.first_n(w.jobs, args.jobs), w.max_procs, sites)
         # Untimed warm-up: importing numba and loading (or compiling) the kernels' cache.
         exp.warm_up({name: data}, sorted(set(schemes)), 1)
         for load in loads:
