@@ -233,8 +233,9 @@ def _write_outputs(
     command = "metasched experiment sabin2003 " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     notes = [
         head,
-        "Processors per site: the trace's MaxProcs unless --procs says otherwise (see Traces; the paper's sites"
-        " had 430 processors).",
+        "Processors per site: the trace's MaxProcs unless --procs says otherwise (see Traces; the paper gives 430"
+        " for CTC and 128 for SDSC). The sites are the platform's (--platform, default the preset sabin2003), every"
+        " one resized to that many processors.",
         "Each site gets its own copy of the trace (home site), copies 2 and 3 shifted by 3 h; the benchmark of every"
         " job is drawn independently (Table 1's four rows IS.8, MG.8, MG.256, LU.256).",
         "Messages: 2(m-1) per start attempt with m live copies, m-1 more on an accepted start, 2N per job for"
