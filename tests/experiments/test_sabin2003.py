@@ -353,5 +353,12 @@ def test_cli_study_writes_its_table_figure_and_summary(tmp_path: Path) -> None:
     assert {p.name for p in study.iterdir()} >= {"runs.csv", "study.csv", "study.png", "summary.md"}
     md = (study / "summary.md").read_text()
     assert "| S4 |" in md and "| S4 (no-kill) |" in md
+    means = (study / "study.csv").read_text()
+    (study / "study.csv").unlink()
+    again = CliRunner().invoke(
+        app, ["experiment", "sabin2003", "--replot", "--study", "cancel-slower", "--out", str(out)]
+    )
+    assert again.exit_code == 0, again.output
+    assert (study / "study.csv").read_text() == means
     bad = CliRunner().invoke(app, [*args, "--study", "nope", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown study" in bad.output

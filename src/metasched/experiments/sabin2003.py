@@ -599,9 +599,9 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 #: either: tested).
 _COLOURS = (
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-    "#17becf", "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d",
+    "#17becf", "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#393b79",
 )  # fmt: skip
-_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "3")
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "x")
 
 
 def line_style(key: str) -> dict[str, Any]:
@@ -614,9 +614,7 @@ def line_style(key: str) -> dict[str, Any]:
     }
 
 
-def plot_figure(
-    path: Path, rows: Rows, fig: Figure, traces: Sequence[str], *, title: str = ""
-) -> None:
+def plot_figure(path: Path, rows: Rows, fig: Figure, traces: Sequence[str], *, title: str = "") -> None:
     """One panel per trace: ``fig.metric`` against the load factor, one line per scheme; one
     legend below the panels (never over the data)."""
     import matplotlib

@@ -83,6 +83,14 @@ def sabin2003(
     bad = [n for n in figures if n not in exp.FIGURES]
     if bad:
         raise typer.BadParameter(f"unknown figure(s) {bad}; the paper has figures 1-14")
+    unknown = [s for s in study or [] if s not in exp.STUDIES]
+    if unknown:
+        raise typer.BadParameter(f"unknown study {unknown[0]!r}; known: {', '.join(exp.STUDIES)}", param_hint="--study")
+    if replot and study:
+        for name in study:
+            where = out / f"study-{name}"
+            _study_outputs(exp.STUDIES[name], _read_runs(where / "runs.csv"), where)
+        return
     if replot:
         rows = _read_runs(out / "runs.csv")
         traces = list(dict.fromkeys(r["trace"] for r in rows))
@@ -100,9 +108,6 @@ def sabin2003(
     loads = sorted(set(load or exp.LOAD_FACTORS))
     if any(not (f > 0) for f in loads):
         raise typer.BadParameter(f"load factors must be positive, got {loads}")
-    unknown = [s for s in study or [] if s not in exp.STUDIES]
-    if unknown:
-        raise typer.BadParameter(f"unknown study {unknown[0]!r}; known: {', '.join(exp.STUDIES)}", param_hint="--study")
     try:
         sites = exp.load_sites(platform)
     except ValueError as err:
@@ -206,12 +211,17 @@ def _run_study(
             on_done=lambda _row: progress.advance(bar), executor=pool, stage_dir=out / "stage",
         )  # fmt: skip
     exp.write_csv(out / "runs.csv", rows)
+    _study_outputs(study, rows, out)
+    console.print(f"wrote {out}/runs.csv, study.csv, study.png, summary.md ({time.perf_counter() - started:.1f} s)")
+
+
+def _study_outputs(study: exp.Study, rows: list[dict[str, Any]], out: Path) -> None:
+    """study.csv (means per variant), study.png and summary.md from a study's rows."""
+    traces = list(dict.fromkeys(r["trace"] for r in rows))
     exp.write_csv(out / "study.csv", exp.study_rows(rows, study))
-    traces = list(variants)
     exp.plot_study(out / "study.png", rows, study, traces)
     command = "metasched experiment sabin2003 " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     (out / "summary.md").write_text(exp.study_markdown(rows, study, traces, command))
-    console.print(f"wrote {out}/runs.csv, study.csv, study.png, summary.md ({time.perf_counter() - started:.1f} s)")
 
 
 def _write_outputs(
