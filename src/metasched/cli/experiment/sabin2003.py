@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -193,7 +194,7 @@ def _run_study(
     variants = exp.study_variants(study.name, data)
     out.mkdir(parents=True, exist_ok=True)
     n_tasks = len(variants) * len(loads) * len(study.schemes)
-    console.print(f"study {study.name}: {', '.join(variants)}; {n_tasks} simulations")
+    console.print(escape(f"study {study.name}: {', '.join(variants)}; {n_tasks} simulations"))
     started = time.perf_counter()
     with (
         Progress(
