@@ -21,8 +21,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 COMMANDS = {
-    "sabin2003": ["sabin2003", "--jobs", "1000", "--load", "1.0", "--load", "2.0", "--figure", "4", "--figure", "8"],
-    "ernemann2002": ["ernemann2002", "--jobs", "2000", "--configs", "m128;m512", "--overheads", "0,25"],
+    "sabin2003": ["sabin2003", "--jobs", "3000", "--load", "1.0", "--load", "2.0", "--figure", "4", "--figure", "8"],
+    "ernemann2002": ["ernemann2002", "--jobs", "6000", "--configs", "m128;m512", "--overheads", "0,25"],
 }
 
 
