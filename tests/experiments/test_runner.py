@@ -22,14 +22,14 @@ import pytest
 from metasched.experiments import runner
 from metasched.experiments import sabin2003 as exp
 from metasched.sim.metrics import write_rows_csv
-from tests.experiments.test_sabin2003 import base_jobs, write_table
+from tests.experiments.test_sabin2003 import base_jobs, two_sites
 
 SCHEMES = ["greedy", "mr-easy", "cons-fcfs", "single-easy"]
 LOADS = [1.0, 1.6]
 
 
 def _sweep_data(tmp_path: Path) -> dict[str, exp.TraceData]:
-    t = exp.read_table1(write_table(tmp_path))
+    t = two_sites()
     return {"T": exp.TraceData("T", base_jobs(), 4, t), "U": exp.TraceData("U", base_jobs()[:9], 6, t)}
 
 
