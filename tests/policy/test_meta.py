@@ -198,3 +198,13 @@ def test_efficacy_conservative_reservation_of_an_efficacy_one_job_is_not_delayed
     alone = start_of(view)
     crowded = SiteView(view.total_procs, view.free_procs, view.running, [*view.queue, *extra])
     assert start_of(crowded) == alone
+
+
+def test_cancel_slower_only_variant_is_named_like_every_parameter() -> None:
+    from metasched.policy.meta.registry import PolicyError, parse_policy
+
+    meta = parse_policy("cancel-slower-only:k=3,variant=no-kill").build()
+    assert isinstance(meta, CancelSlowerOnly) and meta.variant == "no-kill" and meta.k == 3
+    assert parse_policy("cancel-slower-only").build().variant == "restart"
+    with pytest.raises(PolicyError, match="variant"):
+        parse_policy("cancel-slower-only:variant=replicate")
