@@ -59,6 +59,12 @@ def test_ernemann2002_rejects_bad_options(tmp_path: Path) -> None:
     assert "m999" in result.output
     result = runner.invoke(app, ["experiment", "ernemann2002", "--out", str(tmp_path), "--overheads", "a,b"])
     assert result.exit_code != 0
+    (tmp_path / "results.csv").write_text("a,b\n1,2\n")
+    result = runner.invoke(app, ["experiment", "ernemann2002", "--out", str(tmp_path), "--replot"])
+    assert result.exit_code == 2 and "not an ernemann2002 result" in " ".join(result.output.replace("│", " ").split())
+    (tmp_path / "results.csv").write_text("a,b\n")
+    result = runner.invoke(app, ["experiment", "ernemann2002", "--out", str(tmp_path), "--replot"])
+    assert result.exit_code == 2
     missing = tmp_path / "none.swf"
     result = runner.invoke(app, ["experiment", "ernemann2002", "--out", str(tmp_path), "--trace", str(missing)])
     assert result.exit_code == 2

@@ -83,6 +83,12 @@ def ernemann2002(
             rows = read_rows(out / "results.csv")
         except (ValueError, KeyError) as err:
             raise typer.BadParameter(f"{out / 'results.csv'}: not an ernemann2002 result ({err})") from None
+        missing = sorted({k for r in rows[:1] for k in exp.ROW_FIELDS if k not in r})
+        if not rows or missing:
+            what = f"no column {', '.join(missing)}" if missing else "no run"
+            raise typer.BadParameter(
+                f"{out / 'results.csv'}: not an ernemann2002 result ({what})", param_hint="--replot"
+            )
         setup = _read_setup(out / SETUP)
         _write_outputs(out, rows, setup, command, study or [])
         return
