@@ -138,3 +138,17 @@ def test_platforms_and_policies_list_everything() -> None:
     for name in ("least-load", "k-reservations", "completion-time", "cancel-slower-only", "efficacy", "best-fit",
                  "multisite", "load-ordering"):  # fmt: skip
         assert name in res.output
+
+
+def test_no_plot_and_no_gantt_leave_the_figures_out(tmp_path: Path) -> None:
+    (tmp_path / "sites.toml").write_text(SITES)
+    trace = _swf(tmp_path / "t.swf", n=20)
+    out = tmp_path / "out"
+    res = runner.invoke(
+        app,
+        ["simulate", "--sites", str(tmp_path / "sites.toml"), "--trace", str(trace), "--out", str(out),
+         "--policy", "least-load", "--no-plot", "--no-gantt"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (out / "compare.csv").exists() and (out / "least-load" / "jobs.csv").exists()
+    assert not (out / "compare.png").exists() and not (out / "least-load" / "gantt.png").exists()

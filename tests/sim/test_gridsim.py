@@ -337,3 +337,35 @@ def test_allocation_of_jobs_of_no_duration_at_a_busy_instant() -> None:
     r = simulate_platform(jobs, plat, "completion-time:k=3,choice=completion,local=conservative")
     assert r.start_time.tolist() == [0.0, 0.0, 0.0] and r.site.tolist() == [0, 0, 0]
     assert [intervals(a) for a in allocate_processors(r)] == ["0", "0-2", "0"]
+
+
+def test_tables_are_the_bytes_csv_writer_writes(tmp_path: Path) -> None:
+    """The column writer against ``csv.writer`` on the same rows: floats, integers, quoted text, None."""
+    import csv
+
+    from metasched.sim.grid_outputs import _write_table
+
+    cols = {
+        "policy": ["least-load", "completion-time:k=2,choice=completion", 'say "hi"', None],
+        "x": np.array([0.1, 2.0, 1e20, float("nan")]),
+        "n": np.array([1, -2, 3, 0], dtype=np.int64),
+        "mixed": [1.5, "", 2, "a\nb"],
+    }
+    _write_table(tmp_path / "t.csv", cols)
+    with (tmp_path / "want.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(list(cols))
+        w.writerows(zip(*([*c] if not isinstance(c, np.ndarray) else c.tolist() for c in cols.values()), strict=True))
+    assert (tmp_path / "t.csv").read_bytes() == (tmp_path / "want.csv").read_bytes()
+
+
+def test_gantt_raster_paints_each_rectangle_by_hand() -> None:
+    """Span 2 h over 1200 columns (600 per hour), 4 processors as 4 rows: a job on processors 0-1
+    from 0 to 1 h fills rows 0-1, columns 0-599; a job of no length still gets one column."""
+    from metasched.sim.grid_outputs import GANTT_COLUMNS, gantt_raster
+
+    img, rows = gantt_raster([(0.0, 1.0, 0, 2, 5.0), (1.5, 1.5, 3, 4, 7.0)], 4, 2.0)
+    assert rows == 4 and img.shape == (4, GANTT_COLUMNS) == (4, 1200)
+    assert (img[0:2, 0:600] == 5.0).all() and np.isnan(img[0:2, 600:]).all()
+    assert img[3, 900] == 7.0 and np.isnan(img[3, :900]).all() and np.isnan(img[3, 901:]).all()
+    assert np.isnan(img[2]).all()

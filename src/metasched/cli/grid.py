@@ -12,7 +12,9 @@ import multiprocessing
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,7 @@ def run_grid(
     describe: list[str],
     workers: int | None = None,
     gantt: bool = True,
+    plot: bool = True,
 ) -> list[dict[str, Any]]:
     """Run every policy on ``jobs`` over ``platform``, write the files, print the comparison."""
     from metasched.sim.grid_outputs import write_compare
@@ -143,7 +146,7 @@ def run_grid(
                     summaries[futures[fut].label] = fut.result()
                     progress.advance(task)
     ordered = [summaries[s.label] for s in policies]
-    write_compare(ordered, out)
+    write_compare(ordered, out, plot=plot)
     console.print(_table(ordered, title=f"{platform.name}: whole grid, times in s"))
     console.print(
         f"Results in {out}/ (compare.csv, compare.png, <policy>/jobs.csv|summary.json|jobs_batsim.csv|gantt.png)"
@@ -178,31 +181,36 @@ def _table(summaries: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
-def simulate_sites(
-    *,
-    trace: Path | None,
-    sites: Path | None,
-    platform_name: str | None,
-    policies: list[str],
-    home: str,
-    kinds: str | None,
-    procs: int | None,
-    jobs: int | None,
-    seed: int,
-    load: float,
-    allow_overrun: bool,
-    workers: int | None,
-    gantt: bool,
-    out: Path,
-    console: Console,
-    transform: Any,
-) -> None:
+@dataclass(frozen=True)
+class GridRequest:
+    """The options of ``simulate --sites/--platform`` (see ``metasched simulate --help``)."""
+
+    trace: Path | None
+    sites: Path | None
+    platform_name: str | None
+    policies: list[str]
+    home: str
+    kinds: str | None
+    procs: int | None
+    jobs: int | None
+    seed: int
+    load: float
+    allow_overrun: bool
+    workers: int | None
+    gantt: bool
+    out: Path
+    #: draw ``compare.png`` (``--no-plot``: leave it out)
+    plot: bool = True
+
+
+def simulate_sites(request: GridRequest, *, console: Console, transform: Callable[[list[Job]], list[Job]]) -> None:
     """The whole ``simulate --sites`` command; raises :class:`GridInputError` for bad input."""
     from metasched.cli.simulate import _load
     from metasched.sim.gridsim import KIND_SOURCES, assign_homes, assign_kinds
 
-    platform = load_platform_arg(sites, platform_name, procs)
-    specs = parse_policies(policies)
+    trace, jobs, seed, home, kinds = request.trace, request.jobs, request.seed, request.home, request.kinds
+    platform = load_platform_arg(request.sites, request.platform_name, request.procs)
+    specs = parse_policies(request.policies)
     if trace is not None and not trace.exists():
         raise GridInputError(f"no such file: {trace}, at --trace")
     if kinds is not None and kinds not in KIND_SOURCES:
@@ -219,7 +227,7 @@ def simulate_sites(
         workload = workload if jobs is None else transforms.first_n(workload, jobs)
         description = f"{trace.name} (Batsim workload, {len(workload)} jobs)"
     else:
-        workload, _, description, _ = _load(trace, widest, jobs, seed, allow_overrun, load)
+        workload, _, description, _ = _load(trace, widest, jobs, seed, request.allow_overrun, request.load)
     if trace is None:
         # a generated workload offers ``load`` to the whole grid, not to one site's machine
         workload = [j.copy(submit_time=j.submit_time * widest / platform.total_procs) for j in workload]
@@ -243,6 +251,10 @@ def simulate_sites(
     workload, how_kinds = assign_kinds(workload, platform, source, seed, inplace=True)
     notes += [how_home, how_kinds, f"policies: {', '.join(s.label for s in specs)}"]
     try:
-        run_grid(workload, platform, specs, out=out, console=console, describe=notes, workers=workers, gantt=gantt)
+        run_grid(
+            workload, platform, specs, out=request.out, console=console, describe=notes, workers=request.workers,
+            gantt=request.gantt,
+            plot=request.plot,
+        )  # fmt: skip
     except (PolicyError, PlatformError) as exc:
         raise GridInputError(str(exc)) from None

@@ -104,7 +104,9 @@ def simulate(
     ] = None,
     workers: Annotated[int | None, typer.Option(help="processes running policies in parallel")] = None,
     gantt: Annotated[bool, typer.Option(help="draw gantt.png per policy")] = True,
-    plot: Annotated[bool, typer.Option(help="draw OUT/wait_cdf.png (--no-plot: leave it out)")] = True,
+    plot: Annotated[
+        bool, typer.Option(help="draw OUT/wait_cdf.png (with --sites: compare.png); --no-plot: leave it out")
+    ] = True,
     format: Annotated[
         str, typer.Option("--format", help="per-job table: csv (jobs.csv) or parquet (jobs.parquet, needs pyarrow)")
     ] = "csv",
@@ -117,11 +119,23 @@ def simulate(
     With --sites FILE or --platform NAME: meta-policies (--policy) over those sites instead; see
     docs/simulator.md.
     """
+
+    def select(workload: list[Job]) -> list[Job]:
+        return _select(workload, window_start, window_end, load_factor, interarrival)
+
     if sites is not None or platform is not None:
-        _simulate_sites(
-            trace, sites, platform, policy or [], home, kinds, procs, jobs, seed, load, allow_overrun, workers, gantt,
-            out, window_start, window_end, load_factor, interarrival,
+        from metasched.cli.grid import GridInputError, GridRequest, simulate_sites
+
+        request = GridRequest(
+            trace=trace, sites=sites, platform_name=platform, policies=policy or [], home=home, kinds=kinds,
+            procs=procs, jobs=jobs, seed=seed, load=load, allow_overrun=allow_overrun, workers=workers, gantt=gantt,
+            out=out, plot=plot,
         )  # fmt: skip
+        try:
+            simulate_sites(request, console=console, transform=select)
+        except GridInputError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
         return
     keys = list(LOCAL_SCHEDULERS) if scheduler == "all" else [k.strip() for k in scheduler.split(",") if k.strip()]
     try:
@@ -135,16 +149,7 @@ def simulate(
     if trace is not None and not trace.exists():
         raise typer.BadParameter(f"no such file: {trace}", param_hint="--trace")
     workload, size, description, header = _load(trace, procs, jobs, seed, allow_overrun, load)
-    if window_start is not None or window_end is not None:
-        workload = transforms.time_window(
-            workload,
-            float("-inf") if window_start is None else window_start,
-            float("inf") if window_end is None else window_end,
-        )
-    if load_factor != 1.0:
-        workload = transforms.load_factor(workload, load_factor)
-    if interarrival != 1.0:
-        workload = transforms.scale_interarrival(workload, interarrival)
+    workload = select(workload)
     if not workload:
         raise typer.BadParameter("no job left after the selection")
     out.mkdir(parents=True, exist_ok=True)
@@ -201,51 +206,25 @@ def simulate(
     console.print(f"Results in {out}/ (summary.csv, wait_cdf.png, <scheduler>/jobs.csv|summary.json|schedule.swf)")
 
 
-def _simulate_sites(
-    trace: Path | None,
-    sites: Path | None,
-    platform: str | None,
-    policies: list[str],
-    home: str,
-    kinds: str | None,
-    procs: int | None,
-    jobs: int | None,
-    seed: int,
-    load: float,
-    allow_overrun: bool,
-    workers: int | None,
-    gantt: bool,
-    out: Path,
+def _select(
+    workload: list[Job],
     window_start: float | None,
     window_end: float | None,
     load_factor: float,
     interarrival: float,
-) -> None:
-    """``simulate --sites/--platform``: the grid command of :mod:`metasched.cli.grid`."""
-    from metasched.cli.grid import GridInputError, simulate_sites
-
-    def transform(workload: list[Job]) -> list[Job]:
-        if window_start is not None or window_end is not None:
-            workload = transforms.time_window(
-                workload,
-                float("-inf") if window_start is None else window_start,
-                float("inf") if window_end is None else window_end,
-            )
-        if load_factor != 1.0:
-            workload = transforms.load_factor(workload, load_factor)
-        if interarrival != 1.0:
-            workload = transforms.scale_interarrival(workload, interarrival)
-        return workload
-
-    try:
-        simulate_sites(
-            trace=trace, sites=sites, platform_name=platform, policies=policies, home=home, kinds=kinds, procs=procs,
-            jobs=jobs, seed=seed, load=load, allow_overrun=allow_overrun, workers=workers, gantt=gantt, out=out,
-            console=console, transform=transform,
-        )  # fmt: skip
-    except GridInputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+) -> list[Job]:
+    """The jobs the selection options keep (time window), then scaled (load factor, inter-arrival times)."""
+    if window_start is not None or window_end is not None:
+        workload = transforms.time_window(
+            workload,
+            float("-inf") if window_start is None else window_start,
+            float("inf") if window_end is None else window_end,
+        )
+    if load_factor != 1.0:
+        workload = transforms.load_factor(workload, load_factor)
+    if interarrival != 1.0:
+        workload = transforms.scale_interarrival(workload, interarrival)
+    return workload
 
 
 def _write_summary_csv(rows: dict[str, dict[str, object]], keys: list[str], path: Path) -> None:

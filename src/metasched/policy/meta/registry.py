@@ -122,6 +122,24 @@ _ORDER = Param("order", str, None, "queue order at every site (default: each sit
 _SEL_ALIAS = {"selection": "choice"}
 _S000 = "Sabin et al. 2003 (seed 000)"
 
+
+def _copies(
+    name: str,
+    cls: type,
+    summary: str,
+    section: str,
+    *,
+    live: str | None = None,
+    order: Param = _ORDER,
+    extra: tuple[Param, ...] = (),
+) -> PolicyInfo:
+    """A seed-000 scheme with K copies: ``k`` (default 4), ``choice``, ``local``, ``order`` (and ``extra``)."""
+    params = (_k(4), _CHOICE, _LOCAL, order, *extra)
+    return PolicyInfo(
+        name, "reservations", cls, summary, f"{_S000}, section {section}", params, live=live, aliases=_SEL_ALIAS
+    )
+
+
 _ENTRIES: tuple[PolicyInfo, ...] = (
     PolicyInfo(
         "least-load",
@@ -131,36 +149,25 @@ _ENTRIES: tuple[PolicyInfo, ...] = (
         f"{_S000}, section 4",
         (_k(1), _LOCAL, _ORDER),
     ),
-    PolicyInfo(
+    _copies(
         "k-reservations",
-        "reservations",
         KReservations,
         "K multiple requests, the first site able to start the job runs it (Greedy-MR)",
-        f"{_S000}, section 4; Subramani et al. 2002",
-        (_k(4), _CHOICE, _LOCAL, _ORDER),
-        aliases=_SEL_ALIAS,
+        "4; Subramani et al. 2002",
     ),
-    PolicyInfo(
+    _copies(
         "completion-time",
-        "reservations",
         CompletionTime,
         "K copies, a copy starts only if no other is expected to complete earlier",
-        f"{_S000}, section 5",
-        (_k(4), _CHOICE, _LOCAL, _ORDER),
+        "5",
         live="completion-time",
-        aliases=_SEL_ALIAS,
     ),
-    PolicyInfo(
+    _copies(
         "cancel-slower-only",
-        "reservations",
         CancelSlowerOnly,
         "completion-time, cancelling only the copies at slower sites",
-        f"{_S000}, section 5",
-        (
-            _k(4),
-            _CHOICE,
-            _LOCAL,
-            _ORDER,
+        "5",
+        extra=(
             Param(
                 "variant",
                 str,
@@ -169,17 +176,14 @@ _ENTRIES: tuple[PolicyInfo, ...] = (
                 choices=VARIANTS,
             ),
         ),
-        aliases=_SEL_ALIAS,
     ),
-    PolicyInfo(
+    _copies(
         "efficacy",
-        "reservations",
         CompletionTime,
         "completion-time with the efficacy priority queue at every site",
-        f"{_S000}, section 6",
-        (_k(4), _CHOICE, _LOCAL, Param("order", str, "efficacy", "queue order at every site", choices=ORDERS)),
+        "6",
         live="efficacy",
-        aliases=_SEL_ALIAS,
+        order=Param("order", str, "efficacy", "queue order at every site", choices=ORDERS),
     ),
     PolicyInfo(
         "best-fit",
