@@ -69,3 +69,52 @@ def test_meta_policy_names_reach_their_live_claim_policy() -> None:
     assert live_claim_key("load-ordering") == "pasquali" and live_claim_key("efficacy") == "efficacy"
     assert live_claim_key("min-min") == "min-min"
     assert type(claim_policy("load-ordering")) is CLAIM_REGISTRY["pasquali"]
+
+
+def test_every_meta_policy_of_the_package_is_registered_under_the_one_contract() -> None:
+    """Each module of ``policy/meta``: every concrete meta-policy class it defines is a registered
+    class, and every module but the contract, adapters and registry defines one."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import metasched.policy.meta as meta
+    from metasched.policy.meta.base import MetaPolicy, is_meta_policy
+
+    support = {"base", "registry", "reservations_base", "two_level_base"}
+    registered = {info.cls for info in POLICIES.values()}
+    for mod in pkgutil.iter_modules(meta.__path__):
+        module = importlib.import_module(f"{meta.__name__}.{mod.name}")
+        own = [c for _, c in inspect.getmembers(module, is_meta_policy) if c.__module__ == module.__name__]
+        for cls in own:
+            assert cls in registered, f"{module.__name__}.{cls.__name__} is not in POLICIES"
+        if mod.name not in support:
+            assert own, f"{module.__name__} defines no meta-policy"
+    for info in POLICIES.values():
+        assert issubclass(info.cls, MetaPolicy) and info.cls.family == info.family
+
+
+def test_a_user_meta_policy_implements_place_only() -> None:
+    """One abstract method: a subclass of a family's adapter that implements ``place`` is complete
+    and the driver's call reaches it; the adapters themselves stay abstract."""
+    from metasched.model.job import Job
+    from metasched.policy.meta import MachineSelector, MetaScheduler, MetaSiteView, TwoLevelDispatcher
+    from metasched.policy.meta.base import CopySites, StartNow, is_meta_policy
+
+    assert not any(is_meta_policy(c) for c in (MachineSelector, MetaScheduler, TwoLevelDispatcher))
+
+    class LastSite(MetaScheduler):
+        key = "last-site"
+
+        def place(self, question: CopySites) -> list[int]:
+            return [question.views[-1].index]
+
+    class Nowhere(MachineSelector):
+        key = "nowhere"
+
+        def place(self, question: StartNow) -> None:
+            return None
+
+    views = [MetaSiteView(i, f"s{i}", 4, 0.0, 1.0) for i in range(3)]
+    assert LastSite().select_sites(Job(1, 0.0, 1.0, 1.0, 1), views, 0.0) == [2]
+    assert Nowhere().select(1, [4], [4]) is None and not Nowhere().can_ever_run(1, [4])

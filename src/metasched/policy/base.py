@@ -9,8 +9,12 @@ Families, each with one abstract decision method:
 
 * :class:`QueueOrder` (``policy/priority``): ranks the queued jobs of one site (``rank``).
 * :class:`LocalScheduler` (``policy/local``): which queued jobs start now at one site (``plan``).
-* meta-schedulers (``policy/meta``) and mappers (``policy/mapping``) define their bases next to
-  these as their issues land.
+* :class:`~metasched.policy.meta.base.MetaPolicy` (``policy/meta``): which site(s) get a job
+  (``place``); one contract for every meta-scheduler, its ``family`` naming the driver that asks
+  it (seed 000's copies, seed 001's machine selection, seed 004's two-level dispatch), one
+  registry (:data:`metasched.policy.meta.registry.POLICIES`).
+* mappers (``policy/mapping``) and live claim policies (``policy/claim``) define their bases in
+  their packages.
 
 Conventions for every concrete policy: one public class per file named as the literature names
 it; a short ``key`` used by the CLI, config files and result files; keyword-only tunables with

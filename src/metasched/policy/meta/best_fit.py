@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
-from metasched.policy.meta.base import Allocation, MachineSelector
+from metasched.policy.meta.base import Allocation, MachineSelector, StartNow
 
 
 class BestFit(MachineSelector):
@@ -22,7 +21,8 @@ class BestFit(MachineSelector):
 
     key: ClassVar[str] = "best-fit"
 
-    def select(self, procs: int, free: Sequence[int], sizes: Sequence[int]) -> Allocation | None:
+    def place(self, question: StartNow) -> Allocation | None:
+        procs, free = question.procs, question.free
         if not free or procs > max(free):
             return None
         # Fewest left over = smallest free count that still fits; ``index`` gives its lowest index.

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from metasched.model.job import Job
+from metasched.policy.meta.base import CopySites
 from metasched.policy.meta.reservations_base import (
     DENY,
     CopyOffer,
     MetaScheduler,
-    MetaSiteView,
     Selection,
     StartDecision,
     best_completion,
@@ -40,8 +40,8 @@ class CompletionTime(MetaScheduler):
     def __init__(self, *, k: int = 4, selection: Selection = "load") -> None:
         super().__init__(k=k, selection=selection)
 
-    def select_sites(self, job: Job, views: Sequence[MetaSiteView], now: float) -> list[int]:
-        return self.choose(views)
+    def place(self, question: CopySites) -> list[int]:
+        return self.choose(question.views)
 
     def decide_start(
         self, job: Job, site: int, estimate: float, others: Sequence[CopyOffer], now: float

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
-from metasched.model.job import Job
-from metasched.policy.meta.reservations_base import MetaScheduler, MetaSiteView, Selection
+from metasched.policy.meta.base import CopySites
+from metasched.policy.meta.reservations_base import MetaScheduler, Selection
 
 
 class KReservations(MetaScheduler):
@@ -27,5 +26,5 @@ class KReservations(MetaScheduler):
     def __init__(self, *, k: int = 4, selection: Selection = "load") -> None:
         super().__init__(k=k, selection=selection)
 
-    def select_sites(self, job: Job, views: Sequence[MetaSiteView], now: float) -> list[int]:
-        return self.choose(views)
+    def place(self, question: CopySites) -> list[int]:
+        return self.choose(question.views)

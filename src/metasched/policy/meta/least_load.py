@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
-from metasched.model.job import Job
-from metasched.policy.meta.reservations_base import MetaScheduler, MetaSiteView
+from metasched.policy.meta.base import CopySites
+from metasched.policy.meta.reservations_base import MetaScheduler
 
 
 class LeastLoad(MetaScheduler):
@@ -25,5 +24,5 @@ class LeastLoad(MetaScheduler):
     def __init__(self, *, k: int = 1) -> None:
         super().__init__(k=k, selection="load")
 
-    def select_sites(self, job: Job, views: Sequence[MetaSiteView], now: float) -> list[int]:
-        return self.choose(views)
+    def place(self, question: CopySites) -> list[int]:
+        return self.choose(question.views)

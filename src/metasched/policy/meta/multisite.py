@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
-from metasched.policy.meta.base import Allocation, MachineSelector
+from metasched.policy.meta.base import Allocation, MachineSelector, StartNow
 from metasched.policy.meta.best_fit import BestFit
 
 
@@ -39,10 +38,11 @@ class MultiSite(MachineSelector):
         self.max_parts = max_parts
         self._whole = BestFit()
 
-    def select(self, procs: int, free: Sequence[int], sizes: Sequence[int]) -> Allocation | None:
-        whole = self._whole.select(procs, free, sizes)
+    def place(self, question: StartNow) -> Allocation | None:
+        whole = self._whole.place(question)
         if whole is not None:
             return whole
+        procs, free = question.procs, question.free
         if procs > sum(free):
             return None
         order = sorted(range(len(free)), key=lambda m: (-free[m], m))

@@ -1,27 +1,28 @@
-"""One registry of every meta-policy, named the same way everywhere: ``NAME[:key=value,...]``.
+"""The one registry of every meta-policy, named the same way everywhere: ``NAME[:key=value,...]``.
 
-The package has three meta-scheduler contracts (seed 000's multiple reservations,
-:class:`~metasched.policy.meta.reservations_base.MetaScheduler`; seed 001's machine selectors,
-:class:`~metasched.policy.meta.base.MachineSelector`; seed 004's two-level dispatcher,
-:class:`~metasched.policy.meta.two_level_base.TwoLevelDispatcher`). :data:`POLICIES` puts them
-behind one door: each :class:`PolicyInfo` names its family (which driver runs it), its parameters
-(type, default, allowed range) and its source, and :func:`parse_policy` turns
-``"completion-time:k=2,choice=completion"`` into a checked :class:`PolicySpec`. The keys of the
-older registries stay valid (``selection`` is ``choice``'s other name).
+Every meta-scheduler of the package is a :class:`~metasched.policy.meta.base.MetaPolicy` (one
+contract, one abstract decision method ``place``; its ``family`` says which driver asks it).
+:data:`POLICIES` is the registry: each :class:`PolicyInfo` names the class, its family, its
+parameters (type, default, allowed range) and its source, and :func:`parse_policy` turns
+``"completion-time:k=2,choice=completion"`` into a checked :class:`PolicySpec`. The older
+per-family registries (``REGISTRY``, ``SELECTOR_REGISTRY``, ``TWO_LEVEL_REGISTRY`` of
+:mod:`metasched.policy.meta`) are views of it by family, and their keys stay valid names
+(``selection`` is ``choice``'s other name).
 
 Where a live claim policy of the same name exists (:data:`metasched.policy.claim.REGISTRY`),
 :attr:`PolicyInfo.live` names it: ``metasched sites run --policy NAME`` reaches it.
 
-Invariant (tested): every class of ``REGISTRY``, ``SELECTOR_REGISTRY`` and ``TWO_LEVEL_REGISTRY``
-is reachable from :data:`POLICIES`.
+Invariants (checked when this module is imported, and tested): every entry's family is its class's
+``family``; every concrete meta-policy class of ``policy/meta`` is an entry's class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from metasched.policy.meta.base import FAMILIES, Family, MetaPolicy
 from metasched.policy.meta.best_fit import BestFit
 from metasched.policy.meta.cancel_slower_only import VARIANTS, CancelSlowerOnly
 from metasched.policy.meta.completion_time import CompletionTime
@@ -31,7 +32,6 @@ from metasched.policy.meta.multisite import MultiSite
 from metasched.policy.meta.reservations_base import SELECTIONS
 from metasched.policy.meta.two_level import LoadOrdering
 
-Family = Literal["reservations", "selector", "two-level"]
 ORDERS: tuple[str, ...] = ("fcfs", "efficacy")
 LOCALS: tuple[str, ...] = ("easy", "conservative")
 
@@ -95,7 +95,7 @@ class PolicyInfo:
 
     name: str
     family: Family
-    cls: type
+    cls: type[MetaPolicy[Any, Any]]
     summary: str
     source: str
     params: tuple[Param, ...]
@@ -225,6 +225,20 @@ _ENTRIES: tuple[PolicyInfo, ...] = (
 
 #: Every meta-policy by name.
 POLICIES: dict[str, PolicyInfo] = {p.name: p for p in _ENTRIES}
+for _p in _ENTRIES:
+    if _p.family != _p.cls.family or _p.family not in FAMILIES:
+        raise TypeError(f"policy {_p.name!r}: family {_p.family!r} but {_p.cls.__name__}.family is {_p.cls.family!r}")
+
+
+def family_registry(family: Family) -> dict[str, type[Any]]:
+    """``{class key: class}`` of the registered classes of one family (the older registries' shape)."""
+    out: dict[str, type[Any]] = {}
+    for p in _ENTRIES:
+        if p.family == family:
+            out.setdefault(p.cls.key, p.cls)
+    return out
+
+
 #: Other names accepted for a policy (the older registries' keys).
 ALIASES: dict[str, str] = {"greedy": "least-load", "mr": "k-reservations", "load": "load-ordering"}
 
@@ -248,7 +262,7 @@ class PolicySpec:
     def get(self, name: str) -> Any:
         return self.params.get(name)
 
-    def build(self) -> Any:
+    def build(self) -> MetaPolicy[Any, Any]:
         """The policy object (driver-level parameters left out)."""
         kwargs: dict[str, Any] = {}
         if self.info.family == "reservations":

@@ -1,6 +1,5 @@
-"""The multiple-reservation meta-scheduler contract: where a job's copies go, and whether a copy may start.
-
-(``policy/meta/base.py`` holds the machine-selector family of seed 001; this family is seed 000's.)
+"""The ``reservations`` family of the one meta-policy contract (:mod:`metasched.policy.meta.base`):
+where a job's copies go, and whether a copy may start.
 
 Source: Sabin, Kettimuthu, Rajan, Sadayappan, "Scheduling of Parallel Jobs in a Heterogeneous
 Multi-Site Environment" (JSSPP 2003; seed 000), sections 4-7; the multiple-simultaneous-requests
@@ -8,7 +7,8 @@ idea is Subramani et al. (HPDC 2002, seed 000 ref. [31]).
 
 A meta-scheduler makes two decisions, both pure (a snapshot and ``now`` in, a decision out):
 
-1. :meth:`MetaScheduler.select_sites` (abstract): at submission, the sites that receive a *copy*
+1. :meth:`MetaPolicy.place <metasched.policy.meta.base.MetaPolicy.place>` (abstract; the driver
+   calls it as :meth:`MetaScheduler.select_sites`): at submission, the sites that receive a *copy*
    of the job (a :class:`~metasched.model.job.Job` with ``run_time``/``requested_time`` scaled to
    the site). Each site's unchanged local scheduler then queues its copy like any other job.
 2. :meth:`MetaScheduler.decide_start`: when a site's local scheduler wants to start its copy,
@@ -29,12 +29,12 @@ costs ``3 (K - 1)``. Selecting sites by completion time costs ``2 N`` more per j
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from metasched.model.job import Job
+from metasched.policy.meta.base import CopySites, Family, MetaPolicy
 
 Selection = Literal["load", "completion"]
 SELECTIONS: tuple[str, ...] = ("load", "completion")
@@ -96,8 +96,9 @@ class StartDecision:
 DENY = StartDecision(start=False)
 
 
-class MetaScheduler(ABC):
-    """Chooses the sites of each job's copies and arbitrates their starts.
+class MetaScheduler(MetaPolicy[CopySites, list[int]]):
+    """The ``reservations`` adapter: chooses the sites of each job's copies (:meth:`place`) and
+    arbitrates their starts (:meth:`decide_start`, start-based by default).
 
     Invariants every implementation keeps: ``select_sites`` returns between 1 and ``k`` distinct
     valid site indices; ``decide_start`` never lets two copies run at once (a start either
@@ -105,7 +106,7 @@ class MetaScheduler(ABC):
     Tie-break, unless a scheme says otherwise: the lower site index.
     """
 
-    key: ClassVar[str]
+    family: ClassVar[Family] = "reservations"
     #: True for schemes whose starts are decided by expected completion (needs reservations).
     is_completion_based: ClassVar[bool] = False
 
@@ -117,9 +118,9 @@ class MetaScheduler(ABC):
         self.k = k
         self.selection: Selection = selection
 
-    @abstractmethod
     def select_sites(self, job: Job, views: Sequence[MetaSiteView], now: float) -> list[int]:
-        """Indices of the sites that get a copy of ``job`` (submitted at ``now``)."""
+        """Indices of the sites that get a copy of ``job`` (submitted at ``now``): :meth:`place`."""
+        return self.place(CopySites(job, views, now))
 
     def needs_completion_times(self, n_sites: int) -> bool:
         """Whether ``select_sites`` needs ``MetaSiteView.expected_completion`` (a query of every site)."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-import numpy as np
-
 from metasched.model.job import Job
-from metasched.policy.meta.two_level_base import ClusterBacklog, MsContext, MsHeuristic, TwoLevelDispatcher
+from metasched.policy.meta.base import Dispatch
+from metasched.policy.meta.two_level_base import MsContext, MsHeuristic, TwoLevelDispatcher
 
 
 class LoadOrdering(TwoLevelDispatcher):
@@ -45,9 +44,8 @@ class LoadOrdering(TwoLevelDispatcher):
     def classify(self, job: Job, ctx: MsContext) -> int:
         return sum(h.delta(job, ctx) for h in self.heuristics)
 
-    def select_cluster(
-        self, priority: int, backlogs: Sequence[ClusterBacklog], eligible: Sequence[int], rng: np.random.Generator
-    ) -> int:
+    def place(self, question: Dispatch) -> int:
+        priority, backlogs, eligible, rng = question.priority, question.backlogs, question.eligible, question.rng
         if not eligible:
             raise ValueError("no eligible cluster for the job")
         if not 0 <= priority < self.n_priorities:

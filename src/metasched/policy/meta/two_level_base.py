@@ -25,6 +25,7 @@ import numpy as np
 from metasched.model.grid import Cluster
 from metasched.model.job import Job
 from metasched.model.qos import qos_of
+from metasched.policy.meta.base import Dispatch, Family, MetaPolicy
 
 #: ``job.attrs`` key under which a driver records the MS priority given at dispatch.
 MS_PRIORITY_KEY = "ms_priority"
@@ -126,31 +127,30 @@ def job_load(job: Job) -> float:
     return job.requested_time * qos_of(job).benchmark
 
 
-class TwoLevelDispatcher(ABC):
-    """The MS of a two-level scheduler: classify a job at submission, then pick its cluster.
+class TwoLevelDispatcher(MetaPolicy[Dispatch, int]):
+    """The ``two-level`` adapter (the MS of seed 004): classify a job at submission
+    (:meth:`classify`, default: every job priority 0), then pick its cluster (:meth:`place`, which
+    the driver calls as :meth:`select_cluster`).
 
-    Invariant: :meth:`select_cluster` returns one of ``eligible``; randomness only from ``rng``.
+    Invariant: :meth:`place` returns one of ``eligible``; randomness only from the question's ``rng``.
     """
 
-    key: ClassVar[str]
+    family: ClassVar[Family] = "two-level"
 
     @property
-    @abstractmethod
     def n_priorities(self) -> int:
         """Number of distinct priorities :meth:`classify` may return (``0..n_priorities-1``)."""
+        return 1
 
-    @abstractmethod
     def classify(self, job: Job, ctx: MsContext) -> int:
-        """The job's MS priority (higher = more urgent)."""
+        """The job's MS priority (higher = more urgent); 0 unless a dispatcher says otherwise."""
+        return 0
 
-    @abstractmethod
     def select_cluster(
         self, priority: int, backlogs: Sequence[ClusterBacklog], eligible: Sequence[int], rng: np.random.Generator
     ) -> int:
-        """Index of the cluster (among ``eligible``, non-empty) that gets a job of ``priority``."""
-
-
-# --------------------------------------------------------------------------- LS side
+        """Index of the cluster (among ``eligible``, non-empty) that gets a job of ``priority``: :meth:`place`."""
+        return self.place(Dispatch(priority, backlogs, eligible, rng))
 
 
 @dataclass(frozen=True, slots=True)
