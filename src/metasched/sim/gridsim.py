@@ -13,9 +13,16 @@
   central queue under EASY; co-allocated jobs run ``(1 + overhead) x`` longer. This model has no
   speed factors: every site must have speed 1.
 
+Licences: a job's ``attrs["licences"]`` (``{name: copies}``) is honoured by the ``two-level`` driver
+(a job waits until its copies are free at its cluster) and the ``reservations`` driver (a copy
+enters its site's queue once it holds its licences there; :mod:`metasched.sim.multisite`, Python
+driver); the ``selector`` family refuses a workload that needs any, with a :class:`PolicyError`
+naming ``licences.NAME``, rather than overrun a site's licences.
+
 Invariants (``tests/sim/test_gridsim.py``, hypothesis): every job runs once, at one site (or as
 synchronised parts), never before it is submitted; its duration is its run time x the site's
-factor (+ the transfer or split overhead); no site ever holds more processors than it has.
+factor (+ the transfer or split overhead); no site ever holds more processors than it has, nor
+more copies of a licence (every policy: honoured or refused).
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from metasched.model.job import Job
 from metasched.model.platform import Platform
 from metasched.policy.base import LocalScheduler
 from metasched.policy.local import REGISTRY as LOCAL_REGISTRY
-from metasched.policy.meta.base import Allocation
+from metasched.policy.meta.base import Allocation, MachineSelector
 from metasched.policy.meta.registry import PolicyError, PolicySpec, parse_policy
+from metasched.policy.meta.reservations_base import MetaScheduler
 from metasched.policy.priority import REGISTRY as ORDER_REGISTRY
 from metasched.sim.metrics import BSLD_THRESHOLD_S
 
@@ -162,8 +170,12 @@ def summarise_grid(r: GridSimResult) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ drivers
 
 
-def _check_jobs(jobs: Sequence[Job], platform: Platform) -> None:
-    widest = max(s.procs for s in platform.sites)
+def _check_jobs(jobs: Sequence[Job], platform: Platform, spec: PolicySpec) -> None:
+    """Unique ids; every licence a job needs held by some site, and honoured by the policy's driver.
+
+    The two-level and reservations drivers count licence copies (a job needing one waits until a
+    copy is free at its site); the selector family (seed 001's central queue) would run such a job
+    beyond a site's licences, so it refuses it, naming the licence (``licences.NAME``)."""
     seen: set[int] = set()
     for j in jobs:
         if j.job_id in seen:
@@ -173,7 +185,11 @@ def _check_jobs(jobs: Sequence[Job], platform: Platform) -> None:
         for lic in needs:
             if not any(s.licences.get(lic, 0) > 0 for s in platform.sites):
                 raise ValueError(f"job {j.job_id} needs licence {lic!r}, which no site of {platform.name!r} holds")
-    del widest
+            if spec.family == "selector" and needs[lic] > 0:
+                raise PolicyError(
+                    f"licences.{lic}",
+                    f"policy {spec.name!r} does not count licences (seed 001); job {j.job_id} needs {lic!r}",
+                )
 
 
 def _locals(platform: Platform, spec: PolicySpec) -> list[LocalScheduler]:
@@ -200,6 +216,14 @@ def _same_locals(locals_: list[LocalScheduler]) -> LocalScheduler | list[LocalSc
     return first if same else locals_
 
 
+def _built(spec: PolicySpec, adapter: Any) -> Any:
+    """The policy object of ``spec``, checked to answer the question of the driver about to run it."""
+    policy = spec.build()
+    if not isinstance(policy, adapter):
+        raise PolicyError(spec.name, f"policy {spec.name!r} is not a {adapter.__name__} ({spec.family} driver)")
+    return policy
+
+
 def simulate_platform(
     jobs: Sequence[Job],
     platform: Platform,
@@ -209,7 +233,7 @@ def simulate_platform(
 ) -> GridSimResult:
     """Run ``jobs`` over ``platform`` under ``policy``; see the module docs."""
     spec = parse_policy(policy) if isinstance(policy, str) else policy
-    _check_jobs(jobs, platform)
+    _check_jobs(jobs, platform, spec)
     if spec.family == "reservations":
         return _run_reservations(jobs, platform, spec, progress)
     if spec.family == "selector":
@@ -282,9 +306,17 @@ def _run_reservations(
     from metasched.sim.multisite import simulate_multisite
 
     sites = platform.to_sites()
-    meta = spec.build()
+    meta: MetaScheduler = _built(spec, MetaScheduler)
     local = _same_locals(_locals(platform, spec))
-    res = simulate_multisite(list(jobs), sites, meta, local, progress=progress)
+    # licences modelled only when a job needs one (the compiled loop, as in the experiments, otherwise)
+    licensed = any(v > 0 for j in jobs for v in (j.attrs.get("licences") or {}).values())
+    licences = [dict(s.licences) for s in platform.sites] if licensed else None
+    try:
+        res = simulate_multisite(list(jobs), sites, meta, local, progress=progress, licences=licences)
+    except ValueError as exc:
+        if licensed and "licences" in str(exc):
+            raise PolicyError("licences", str(exc)) from None
+        raise
     return GridSimResult(
         policy=spec.label,
         platform=platform,
@@ -317,7 +349,11 @@ def _run_selector(
         )
     overhead = float(spec.get("overhead") or 0.0)
     res = simulate_grid(
-        list(jobs), [s.procs for s in platform.sites], spec.build(), overhead=overhead, progress=progress
+        list(jobs),
+        [s.procs for s in platform.sites],
+        _built(spec, MachineSelector),
+        overhead=overhead,
+        progress=progress,
     )
     sched = res.schedule
     run = np.asarray(sched.run_time, dtype=float)

@@ -32,6 +32,14 @@ reference path, pure Python; ``check=True`` compares the two at every plan).
 For the schemes it ports, the whole event loop runs compiled by default
 (:mod:`metasched.sim._multisite_kernel`, identical results); this driver is its reference.
 
+Licences (``licences``, per site ``{name: copies}``; a job's needs in ``job.attrs["licences"]``):
+a copy needing licences reaches its site's queue only once it holds them there (taken when it is
+admitted, given back when it ends, is cancelled, denied or killed), so a site never runs, nor
+queues, more copies of a licence than it holds; copies waiting for one are admitted first-fit in
+the order they arrived, whenever copies are given back. Only sites holding enough copies are
+eligible. This gate is not part of seed 000 (whose sites hold no licences) and runs on this
+module's driver only (the compiled loop does not port it).
+
 Messages follow the protocol of section 7 (:mod:`metasched.policy.meta.reservations_base`): a start attempt
 with ``m`` live copies costs ``2 (m - 1)``, an accepted one ``m - 1`` more, and selecting sites by
 completion time ``2 N`` per job; when a job ends while copies are still queued (cancel-slower-only
@@ -44,7 +52,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -61,6 +69,8 @@ from metasched.sim.schedule import Schedule
 from metasched.sim.site import QueueView, SiteState
 
 TRANSFER_ATTR = "transfer_s"
+#: ``job.attrs`` key of a job's licence needs, ``{name: copies}`` (as :mod:`metasched.sim.gridsim` reads it).
+LICENCES_ATTR = "licences"
 ProgressFn = Callable[[int], None]
 _START_ALONE = StartDecision(start=True)
 
@@ -218,6 +228,12 @@ def site_copy(job: Job, site_index: int, site: Site, efficacy: float | None = No
     return copy
 
 
+def _needs(job: Job) -> Mapping[str, int]:
+    """The licence copies ``job`` needs (those it needs at least one of)."""
+    needs = job.attrs.get(LICENCES_ATTR)
+    return {n: c for n, c in needs.items() if c > 0} if needs else {}
+
+
 class _Running:
     __slots__ = ("copy", "site", "start", "token")
 
@@ -273,6 +289,7 @@ def simulate_multisite(
     check: bool = False,
     compiled: bool = True,
     kernel: bool | None = None,
+    licences: Sequence[Mapping[str, int]] | None = None,
 ) -> MultiSiteResult:
     """Run ``jobs`` (times on the reference machine) over ``sites`` under ``meta`` and ``local``.
 
@@ -291,8 +308,20 @@ def simulate_multisite(
 
     ``jobs`` may be :class:`JobColumns`: the compiled event loop then runs on them without building
     ``Job`` objects (same results); this driver builds them (:meth:`JobColumns.to_jobs`).
+
+    ``licences``: per site, the copies of each licence it holds; a job's ``attrs["licences"]`` then
+    gates its copies (see the module docs). Runs on this module's driver without queue columns
+    (``kernel=True`` is refused). ``None`` (the default): licences are not modelled.
     """
     locals_ = [local] * len(sites) if isinstance(local, LocalScheduler) else list(local)
+    if licences is not None:
+        if kernel:
+            raise ValueError("the compiled event loop does not model licences")
+        if isinstance(jobs, JobColumns):
+            raise ValueError("licence needs are read from Job objects, not JobColumns")
+        driver = _Driver(jobs, sites, meta, local, progress=progress, log=log, check=check, compiled=False)
+        driver.use_licences(licences)
+        return driver.run()
     use = kernel
     if use is None:
         use = compiled and not check and len(jobs) > 0 and kernel_scheme(meta, locals_) is not None
@@ -465,6 +494,61 @@ class _Driver:
         self.plans = 0
         self.now = 0.0
         self.finished_since = 0
+        #: per site: the licence copies it holds and those free now (``None``: not modelled)
+        self.lic_total: list[dict[str, int]] | None = None
+        self.lic_free: list[dict[str, int]] = []
+        #: per site: copies waiting for licences there, in arrival order
+        self.waiting: list[dict[int, Job]] = []
+
+    def use_licences(self, licences: Sequence[Mapping[str, int]]) -> None:
+        """Model the sites' licences (before :meth:`run`): one ``{name: copies}`` per site."""
+        if len(licences) != len(self.sites):
+            raise ValueError(f"{len(licences)} licence tables for {len(self.sites)} sites")
+        self.lic_total = [dict(held) for held in licences]
+        self.lic_free = [dict(held) for held in licences]
+        self.waiting = [{} for _ in self.sites]
+        for job in self.jobs:
+            needs = _needs(job)
+            if needs and not any(self._holds(s, needs) for s in range(len(self.sites))):
+                wanted = ", ".join(f"{c} x {n}" for n, c in needs.items())
+                raise ValueError(f"job {job.job_id} needs licences {wanted}: no site holds that many")
+
+    # -- licences --------------------------------------------------------------------------------
+
+    def _holds(self, s: int, needs: Mapping[str, int]) -> bool:
+        total = self.lic_total[s] if self.lic_total is not None else {}
+        return all(total.get(n, 0) >= c for n, c in needs.items())
+
+    def _enqueue(self, s: int, copy: Job) -> None:
+        """Queue ``copy`` at site ``s``, or keep it waiting there until its licences are free."""
+        needs = _needs(copy) if self.lic_total is not None else {}
+        if needs:
+            free = self.lic_free[s]
+            if any(free.get(n, 0) < c for n, c in needs.items()):
+                self.waiting[s][copy.job_id] = copy
+                return
+            for n, c in needs.items():
+                free[n] -= c
+        self.state[s].submit(copy)
+
+    def _give_back(self, s: int, copy: Job) -> None:
+        """``copy`` leaves site ``s`` (end, kill, cancellation, denial): its licences are free again,
+        and the copies waiting there that now fit are queued (first-fit, in arrival order)."""
+        needs = _needs(copy) if self.lic_total is not None else {}
+        if not needs:
+            return
+        free = self.lic_free[s]
+        for n, c in needs.items():
+            free[n] += c
+        waiting = self.waiting[s]
+        for job_id, queued in list(waiting.items()):
+            wants = _needs(queued)
+            if all(free.get(n, 0) >= c for n, c in wants.items()):
+                del waiting[job_id]
+                for n, c in wants.items():
+                    free[n] -= c
+                self.state[s].submit(queued)
+                self._touch(s)
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -559,6 +643,8 @@ class _Driver:
         i = self.index_of[job.job_id]
         now = self.now
         eligible = [s for s, site in enumerate(self.sites) if job.requested_procs <= site.procs]
+        if self.lic_total is not None and _needs(job):
+            eligible = [s for s in eligible if self._holds(s, _needs(job))]
         scaled = {s: site_copy(job, s, self.sites[s]) for s in eligible}
         fastest = min(c.requested_time for c in scaled.values())
         for c in scaled.values():
@@ -591,7 +677,7 @@ class _Driver:
             copy = scaled[s]
             copy.attrs[EFFICACY_ATTR] = best / copy.requested_time
             st = self.state[s]
-            st.submit(copy)
+            self._enqueue(s, copy)
             st.queued_work += copy.requested_procs * copy.requested_time
             held[s] = copy
             self._touch(s)
@@ -627,13 +713,17 @@ class _Driver:
 
     def _remove_copy(self, job_id: int, s: int, kind: str) -> None:
         st = self.state[s]
-        copy = st.cancel(job_id)
+        waiting = self.waiting[s] if self.waiting else None
+        was_waiting = waiting is not None and job_id in waiting
+        copy = waiting.pop(job_id) if waiting is not None and was_waiting else st.cancel(job_id)
         st.queued_work -= copy.requested_procs * copy.requested_time
-        if not st.queue:
+        if not st.queue and not waiting:
             st.queued_work = 0.0
         del self.copies[job_id][s]
         self._touch(s)
         self._event(kind, job_id, s)
+        if not was_waiting:
+            self._give_back(s, copy)
 
     def _start(self, job_id: int, s: int) -> None:
         st = self.state[s]
@@ -665,6 +755,7 @@ class _Driver:
         st = self.state[r.site]
         procs = r.copy.requested_procs
         st.finish(job_id)
+        self._give_back(r.site, r.copy)
         st.run_procs -= procs
         st.run_end_work -= procs * (r.start + r.copy.requested_time)
         if not st.running:
