@@ -307,3 +307,24 @@ def test_read_swf_head_gives_the_machine_size_of_the_whole_file(tmp_path: Path) 
     head, size = read_swf_head(path, 2)
     assert [j.requested_procs for j in head] == [4, 2] and size == 16
     assert read_swf_head(path, 0) == ([], 16)
+
+
+def test_read_swf_first_keeps_the_first_jobs_of_the_whole_file(tmp_path: Path) -> None:
+    """``first=N``: the first N jobs in submit order, as ``transforms.first_n`` of the whole read;
+    what describes the file (records, dropped, machine size) is the whole file's."""
+    from metasched.workload import transforms
+    from metasched.workload.swf import read_swf
+
+    lines = ["; MaxProcs: 8"]
+    for i, submit in enumerate([0, 5, 5, 9, 12], start=1):
+        lines.append(f"{i} {submit} -1 {10 * i} 2 -1 -1 2 {20 * i} -1 1 1 1 1 1 1 -1 -1")
+    lines.append("6 13 -1 -1 2 -1 -1 2 30 -1 0 1 1 1 1 1 -1 -1")  # unknown run time: dropped
+    path = tmp_path / "t.swf"
+    path.write_text("\n".join(lines) + "\n")
+    whole = read_swf(path)
+    head = read_swf(path, first=3)
+    assert [j.job_id for j in head.jobs] == [j.job_id for j in transforms.first_n(whole.jobs, 3)] == [1, 2, 3]
+    assert head.jobs == whole.jobs[:3]
+    assert (head.records, head.dropped, head.max_procs) == (whole.records, whole.dropped, whole.max_procs)
+    with pytest.raises(ValueError, match="first must be >= 0"):
+        read_swf(path, first=-1)

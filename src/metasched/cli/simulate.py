@@ -52,12 +52,14 @@ def _load(
             "MaxProcs": str(size),
         }
         return generated, size, f"synthetic workload ({n} jobs, {size} processors, load {load}, seed {seed})", header
-    workload = read_swf(trace, allow_overrun=allow_overrun, max_procs=procs)
+    if jobs is not None and jobs < 0:
+        raise typer.BadParameter(f"must be >= 0, got {jobs}", param_hint="--jobs")
+    workload = read_swf(trace, allow_overrun=allow_overrun, max_procs=procs, first=jobs)
     dropped = sum(workload.dropped.values())
     if dropped:
         reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(workload.dropped.items()))
         console.print(f"[yellow]{trace}: dropped {dropped} job(s): {reasons}[/]")
-    selected = workload.jobs if jobs is None else transforms.first_n(workload.jobs, jobs)
+    selected = workload.jobs  # the first ``jobs`` in submit order when given
     return (
         selected,
         workload.max_procs,

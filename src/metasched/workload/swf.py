@@ -375,11 +375,16 @@ def normalise(
     return jobs, dropped, n, notes
 
 
-def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_procs: int | None = None) -> Workload:
+def read_swf(
+    path: str | os.PathLike[str], *, allow_overrun: bool = False, max_procs: int | None = None, first: int | None = None
+) -> Workload:
     """Read and normalise an SWF (or gzipped SWF) file; see the module docstring for the rules.
 
-    ``max_procs`` overrides the header's machine size. Raises :class:`SwfError` on malformed input
-    and ``FileNotFoundError`` when the file is missing.
+    ``max_procs`` overrides the header's machine size. ``first``: keep only the first ``first``
+    jobs in submit order (``transforms.first_n`` of them; the whole file is still read and
+    checked, and ``dropped``/``records``/``max_procs`` describe it; only the kept jobs are made
+    ``Job`` objects by the fast engine). Raises :class:`SwfError` on malformed input and
+    ``FileNotFoundError`` when the file is missing.
 
     Two engines give the same result: a vectorised one (NumPy's C ``loadtxt`` and array
     normalisation, about 4x faster), used when the file is well formed and already sorted by
@@ -387,7 +392,9 @@ def read_swf(path: str | os.PathLike[str], *, allow_overrun: bool = False, max_p
     otherwise, which finds the first bad line and names it (or notes and sorts an unsorted trace).
     """
     source = str(path)
-    header, jobs, dropped, n, notes, size = _read(path, allow_overrun, max_procs, None)
+    if first is not None and first < 0:
+        raise ValueError(f"first must be >= 0, got {first}")
+    header, jobs, dropped, n, notes, size = _read(path, allow_overrun, max_procs, first)
     return Workload(jobs=jobs, header=header, max_procs=size, dropped=dropped, source=source, records=n, notes=notes)
 
 
