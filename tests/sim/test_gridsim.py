@@ -429,3 +429,12 @@ def test_copies_wait_for_a_licence_by_hand(policy: str) -> None:
     assert r.site.tolist() == [0, 1, 0, 0]
     assert r.messages.tolist() == [3, 3, 3, 3]  # 3 (K - 1) each, a waiting copy answering "never"
     check_licences(r, plat, jobs)
+
+
+def test_a_job_no_site_can_hold_with_its_licences_is_named() -> None:
+    """Site a holds the licence but is 2 wide, site b is 8 wide without it: a 4-wide job needing it
+    has nowhere to run, one error naming the licence (not a traceback, not a job never run)."""
+    plat = Platform("two", (SiteSpec("a", 2, licences={"m": 1}), SiteSpec("b", 8)))
+    with pytest.raises(PolicyError, match="no site of 'two' has together") as info:
+        simulate_platform([Job(1, 0.0, 1.0, 1.0, 4, attrs={"licences": {"m": 1}})], plat, "least-load")
+    assert info.value.key == "licences.m"

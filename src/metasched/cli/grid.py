@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from metasched.model.job import Job
@@ -105,6 +104,7 @@ def run_grid(
     plot: bool = True,
 ) -> list[dict[str, Any]]:
     """Run every policy on ``jobs`` over ``platform``, write the files, print the comparison."""
+    from metasched.cli.simulate import progress_bar
     from metasched.sim.grid_outputs import write_compare
 
     out.mkdir(parents=True, exist_ok=True)
@@ -113,14 +113,7 @@ def run_grid(
     n_workers = max(1, min(len(policies), workers or (os.cpu_count() or 1)))
     plain = [re.sub(r"\[/?[a-z ]*\]", "", line) for line in describe]  # without Rich markup
     summaries: dict[str, dict[str, Any]] = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task(f"{len(policies)} policies, {len(jobs)} jobs", total=len(policies))
         if n_workers == 1:
             for spec in policies:

@@ -158,14 +158,7 @@ def simulate(
     console.print(f"Simulating {description} under {', '.join(keys)}")
     rows: dict[str, dict[str, object]] = {}
     waits = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with progress_bar(console) as progress:
         for key, cls in classes.items():
             task = progress.add_task(key, total=len(workload))
             began = time.perf_counter()
@@ -206,6 +199,18 @@ def simulate(
         wait_cdf(waits, out / "wait_cdf.png", title=description)
     console.print(summary_table(rows, columns, title=f"{description}: means, times in s"))
     console.print(f"Results in {out}/ (summary.csv, wait_cdf.png, <scheduler>/jobs.csv|summary.json|schedule.swf)")
+
+
+def progress_bar(out: Console) -> Progress:
+    """The simulate commands' progress bar: description, bar, done/total, elapsed; gone when done."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out,
+        transient=True,
+    )
 
 
 def _select(

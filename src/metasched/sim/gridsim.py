@@ -182,6 +182,20 @@ def _check_jobs(jobs: Sequence[Job], platform: Platform, spec: PolicySpec) -> No
             raise ValueError(f"job {j.job_id}: job ids must be unique")
         seen.add(j.job_id)
         needs = j.attrs.get("licences") or {}
+        wanted = {n: c for n, c in needs.items() if c > 0}
+        if wanted and spec.family == "reservations":
+            fits = [
+                s
+                for s in platform.sites
+                if s.procs >= j.requested_procs and all(s.licences.get(n, 0) >= c for n, c in wanted.items())
+            ]
+            if not fits and all(any(s.licences.get(n, 0) > 0 for s in platform.sites) for n in wanted):
+                lic = next(iter(wanted))
+                raise PolicyError(
+                    f"licences.{lic}",
+                    f"job {j.job_id} needs {wanted} and {j.requested_procs} processors, which no site of "
+                    f"{platform.name!r} has together",
+                )
         for lic in needs:
             if not any(s.licences.get(lic, 0) > 0 for s in platform.sites):
                 raise ValueError(f"job {j.job_id} needs licence {lic!r}, which no site of {platform.name!r} holds")

@@ -509,9 +509,13 @@ class _Driver:
         self.waiting = [{} for _ in self.sites]
         for job in self.jobs:
             needs = _needs(job)
-            if needs and not any(self._holds(s, needs) for s in range(len(self.sites))):
+            if needs and not any(
+                self._holds(s, needs) and job.requested_procs <= site.procs for s, site in enumerate(self.sites)
+            ):
                 wanted = ", ".join(f"{c} x {n}" for n, c in needs.items())
-                raise ValueError(f"job {job.job_id} needs licences {wanted}: no site holds that many")
+                raise ValueError(
+                    f"job {job.job_id} needs licences {wanted} and {job.requested_procs} processors: no site has both"
+                )
 
     # -- licences --------------------------------------------------------------------------------
 
