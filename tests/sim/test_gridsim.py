@@ -438,3 +438,49 @@ def test_a_job_no_site_can_hold_with_its_licences_is_named() -> None:
     with pytest.raises(PolicyError, match="no site of 'two' has together") as info:
         simulate_platform([Job(1, 0.0, 1.0, 1.0, 4, attrs={"licences": {"m": 1}})], plat, "least-load")
     assert info.value.key == "licences.m"
+
+
+def test_parquet_columns_are_pyarrows_own_arrays() -> None:
+    """Each column built from buffers equals ``pa.array(np.asarray(values).tolist())`` (type and
+    values, NaN kept as NaN), for every kind of column the tables hold."""
+    pa = pytest.importorskip("pyarrow")
+    from metasched.sim.grid_outputs import arrow_array
+
+    columns = [
+        np.array([3, -1, 2**40], dtype=np.int64),
+        np.array([1, 2], dtype=np.int32),
+        np.array([0.5, float("nan"), -1e300]),
+        np.array([True, False, True, True, False, False, True, False, True]),
+        np.array(["big", "slow", "dé"], dtype=object),
+        ["w0", "w0"],
+        ["least-load", 1.5, ""],
+        [1, 2.5],
+        ["a", None],
+        [],
+    ]
+    for values in columns:
+        got, want = arrow_array(pa, values), pa.array(np.asarray(values).tolist())
+        assert got.type == want.type, values
+        if pa.types.is_floating(got.type):
+            assert np.array_equal(np.asarray(got), np.asarray(want), equal_nan=True)
+        else:
+            assert got.to_pylist() == want.to_pylist(), values
+
+
+def test_writing_the_tables_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (~0.4 s) when asked to convert values; the writer never asks."""
+    pytest.importorskip("pyarrow")
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from metasched.sim.grid_outputs import _write_table\n"
+        f"cols = {{'a': np.arange(3), 'b': ['x', 'y', 'z'], 'c': np.ones(3)}}\n"
+        f"_write_table(Path({str(tmp_path / 't.csv')!r}), cols)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"
+    assert (tmp_path / "t.parquet").exists()
