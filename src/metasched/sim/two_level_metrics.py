@@ -80,6 +80,26 @@ def _pct(integral: float, duration: float) -> float:
     return float(100.0 * integral / duration) if duration > 0 else float("nan")
 
 
+def stream_metrics(res: TwoLevelResult) -> dict[str, float]:
+    """The load the stream offers and how long the grid took.
+
+    ``offered_load``: the CPU-seconds the jobs ask for (``requested_procs x requested_time``) over
+    the grid's CPUs x the time from the first submission to the last (``inf`` when they are all
+    submitted at once, ``nan`` without jobs); ``makespan_s``: first submission to last end.
+    """
+    jobs = res.jobs
+    if not jobs:
+        return {"offered_load": float("nan"), "makespan_s": 0.0}
+    demand = float(sum(j.requested_procs * j.requested_time for j in jobs))
+    first, last = min(j.submit_time for j in jobs), max(j.submit_time for j in jobs)
+    cpus = sum(c.cpus for c in res.clusters)
+    span = last - first
+    return {
+        "offered_load": demand / (cpus * span) if span > 0 else float("inf"),
+        "makespan_s": float(np.nanmax(res.end) - first),
+    }
+
+
 def timing_metrics(res: TwoLevelResult) -> dict[str, float]:
     """Scheduler cost: MS decisions (dispatches) and LS passes per second of policy time."""
     return {

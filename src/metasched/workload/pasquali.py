@@ -20,6 +20,11 @@ Choices where the paper is silent, all parameters of :class:`PasqualiParams`:
 * The estimate is exact: ``run_time = requested_time`` (the paper has only ``estimated``).
 * Job CPUs are drawn in [4, 32] then capped at the widest machine of the grid (so every job fits).
 * Continuous draws for estimate, benchmark and margin; integer draws for CPUs.
+* The time unit of ``Ta`` (disputed: the paper says "simulator time unit"): ``ta_unit_s`` seconds,
+  1 by default (``Ta`` in seconds, like the estimates and margins). The stream of one seed is the
+  same whatever the unit, its gaps scaled by ``ta_unit_s`` (so readings compare paired). Only the
+  unit of ``Ta`` is a parameter: were estimates and margins in the same unit, any choice of unit
+  would only rename the time axis.
 """
 
 from __future__ import annotations
@@ -52,12 +57,15 @@ class PasqualiParams:
     max_licences_per_job: int = 3
     machine_licence_prob: float = 1.0
     user_class_probs: tuple[float, float, float] = (0.2, 0.3, 0.5)
+    ta_unit_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.n_jobs < 0:
             raise ValueError(f"n_jobs must be >= 0, got {self.n_jobs}")
         if self.mean_interarrival_s < 0:
             raise ValueError(f"mean inter-arrival Ta must be >= 0, got {self.mean_interarrival_s}")
+        if not self.ta_unit_s > 0:
+            raise ValueError(f"the time unit of Ta must be a positive number of seconds, got {self.ta_unit_s}")
         for name in ("estimated_s", "benchmark", "margin_s", "cpus", "licence_ratio"):
             lo, hi = getattr(self, name)
             if not lo <= hi:
@@ -110,6 +118,8 @@ def generate_jobs(params: PasqualiParams, clusters: list[Cluster], rng: np.rando
     n = params.n_jobs
     ta = params.mean_interarrival_s
     gaps = rng.exponential(ta, size=n) if ta > 0 else np.zeros(n)
+    if params.ta_unit_s != 1.0:
+        gaps *= params.ta_unit_s
     submit = np.cumsum(gaps)
     estimated = rng.uniform(*params.estimated_s, size=n)
     bench = rng.uniform(*params.benchmark, size=n)
