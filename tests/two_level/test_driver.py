@@ -112,7 +112,7 @@ def test_experiment_writes_outputs(tmp_path: Path) -> None:
     with (tmp_path / "clusters.csv").open() as fh:
         assert len(list(csv.DictReader(fh))) == 12 * 5
     text = (tmp_path / "summary.md").read_text()
-    assert "| claim | holds | evidence |" in text
+    assert "| id | claim | paper | ours | holds if ours is | verdict |" in text
     shares = [
         r["workload_share"]
         for r in rows

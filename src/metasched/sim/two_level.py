@@ -14,6 +14,7 @@ A job runs on one machine for ``run_time * benchmark_job / benchmark_machine``; 
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class _ClusterState:
         "cluster",
         "cpu_counts",
         "free",
+        "lic_copies",
         "lic_free",
         "queue",
         "queued_cpus",
@@ -103,6 +105,7 @@ class _ClusterState:
         self.cluster = cluster
         self.free = [m.cpus for m in cluster.machines]
         self.lic_free = [lic.copies for lic in cluster.licences]
+        self.lic_copies = [lic.copies for lic in cluster.licences]
         self.running: dict[int, RunningOnMachine] = {}
         self.running_on: list[dict[int, RunningOnMachine]] = [{} for _ in cluster.machines]
         self.queue = QueueColumns(len(cluster.licences), 256)
@@ -141,37 +144,55 @@ def simulate_two_level(
     rng = np.random.default_rng(seed)
     states = [_ClusterState(c, dispatcher.n_priorities) for c in clusters]
     n_c = len(clusters)
-    res = TwoLevelResult(
-        jobs=order,
-        clusters=clusters,
-        cluster=np.full(n, -1, dtype=np.int64),
-        machine=np.full(n, -1, dtype=np.int64),
-        priority=np.zeros(n, dtype=np.int64),
-        start=np.full(n, np.nan),
-        end=np.full(n, np.nan),
-        cpu_usage_integral=np.zeros(n_c),
-        cpu_demand_time=np.zeros(n_c),
-        lic_usage_integral=np.zeros(n_c),
-        lic_demand_time=np.zeros(n_c),
-        max_active_licences=np.zeros((n_c, n_lic_types), dtype=np.int64),
-    )
     windows = MarginWindow(window)
     total_cpus = [c.cpus for c in clusters]
     total_lics = [sum(lic.copies for lic in c.licences) for c in clusters]
     benches = [[m.benchmark for m in c.machines] for c in clusters]
+    # Per job (by index) and per cluster, in plain lists: numpy element access in this loop cost
+    # more than the arithmetic (the arrays of the result are built once, at the end).
+    qos = [qos_of(j) for j in order]
+    job_machine = [-1] * n
+    job_start = [math.nan] * n
+    job_end = [math.nan] * n
+    job_cluster = [-1] * n
+    job_priority = [0] * n
+    cpu_int, cpu_dem, lic_int, lic_dem = [0.0] * n_c, [0.0] * n_c, [0.0] * n_c, [0.0] * n_c
+    max_active = [[0] * n_lic_types for _ in range(n_c)]
+    lic_bits: dict[int, tuple[int, ...]] = {}
     ends: list[tuple[float, int, int]] = []  # (end, index, cluster)
     perf = time.perf_counter
     hosts: dict[tuple[int, int], list[int]] = {}
+    widest: list[dict[int, int]] = []
+    pooled = [sum(1 << i for i, lic in enumerate(cl.licences) if lic.copies >= 1) for cl in clusters]
+    for cl in clusters:
+        w: dict[int, int] = {}
+        for mach in cl.machines:
+            w[mach.licence_mask] = max(w.get(mach.licence_mask, 0), mach.cpus)
+        widest.append(w)
     nxt = 0
     inf = float("inf")
     t_prev = order[0].submit_time if n else 0.0
+    ms_seconds = ls_seconds = 0.0
+    ms_decisions = ls_passes = ls_starts = 0
     while nxt < n or ends:
         t_submit = order[nxt].submit_time if nxt < n else inf
         t_end = ends[0][0] if ends else inf
         now = t_submit if t_submit < t_end else t_end
         dt = now - t_prev
         if dt > 0:
-            _integrate(res, states, total_cpus, total_lics, dt)
+            # The usage integrals (paper: active / min(available, requested), requested = running
+            # + queued demand; instants without demand are skipped), summed in cluster order.
+            for c, st in enumerate(states):
+                active = st.active_cpus
+                requested = active + st.queued_cpus
+                if requested > 0:
+                    cpu_int[c] += dt * active / min(total_cpus[c], requested)
+                    cpu_dem[c] += dt
+                lic_active = st.active_lics
+                lic_requested = lic_active + st.queued_lics
+                if lic_requested > 0 and total_lics[c] > 0:
+                    lic_int[c] += dt * lic_active / min(total_lics[c], lic_requested)
+                    lic_dem[c] += dt
         t_prev = now
         touched: set[int] = set()
         while ends and ends[0][0] == now:
@@ -191,23 +212,28 @@ def simulate_two_level(
             touched.add(c)
         while nxt < n and order[nxt].submit_time == now:
             job = order[nxt]
-            q = qos_of(job)
+            q = qos[nxt]
             t0 = perf()
             ctx = MsContext(mean_margin=windows.mean, n_licence_types=n_lic_types)
             prio = dispatcher.classify(job, ctx)
             shape = (job.requested_procs, q.licence_mask)
             eligible = hosts.get(shape)
             if eligible is None:
+                need, jm = shape
+                # Cluster.can_host: a copy of each licence in the pool, and a machine (the widest of
+                # those of one licence mask) with the CPUs and the licences.
                 eligible = hosts[shape] = [
-                    c for c, cl in enumerate(clusters) if cl.can_host(job.requested_procs, q.licence_mask)
+                    c
+                    for c in range(n_c)
+                    if jm & pooled[c] == jm and any(w >= need and mm & jm == jm for mm, w in widest[c].items())
                 ]
             if not eligible:
                 raise ValueError(
                     f"job {job.job_id} ({job.requested_procs} CPUs, licences {q.licences}) fits no cluster"
                 )
             c = dispatcher.select_cluster(prio, [s.backlog for s in states], eligible, rng)
-            res.ms_seconds += perf() - t0
-            res.ms_decisions += 1
+            ms_seconds += perf() - t0
+            ms_decisions += 1
             m_j = margin(job)
             if m_j is not None:
                 windows.add(m_j)
@@ -218,8 +244,8 @@ def simulate_two_level(
             st.cpu_counts[job.requested_procs] = st.cpu_counts.get(job.requested_procs, 0) + 1
             st.queued_cpus += job.requested_procs
             st.queued_lics += q.n_licences
-            res.cluster[nxt] = c
-            res.priority[nxt] = prio
+            job_cluster[nxt] = c
+            job_priority[nxt] = prio
             touched.add(c)
             nxt += 1
         for c in sorted(touched):
@@ -236,29 +262,37 @@ def simulate_two_level(
             )
             t0 = perf()
             plan = locals_[c].plan(view, now)
-            res.ls_seconds += perf() - t0
-            res.ls_passes += 1
+            ls_seconds += perf() - t0
+            ls_passes += 1
             bench = benches[c]
+            masks = st.cluster.licence_masks
+            copies = st.lic_copies
+            peak = max_active[c]
             for job, m in plan.starts:
-                q = qos_of(job)
+                i = index_of[job.job_id]
+                q = qos[i]
                 need = job.requested_procs
+                jm = q.licence_mask
                 if st.free[m] < need:
                     raise RuntimeError(
                         f"cluster {c}: machine {m} has {st.free[m]} CPUs free, job {job.job_id} needs {need}"
                     )
-                if st.cluster.licence_masks[m] & q.licence_mask != q.licence_mask:
+                if masks[m] & jm != jm:
                     raise RuntimeError(f"cluster {c}: machine {m} cannot run the licences of job {job.job_id}")
                 st.queue.remove(job.job_id)
                 st.free[m] -= need
                 st.active_cpus += need
-                st.active_lics += q.n_licences
-                for lic in q.licences:
+                lics = lic_bits.get(jm)
+                if lics is None:
+                    lics = lic_bits[jm] = q.licences
+                st.active_lics += len(lics)
+                for lic in lics:
                     st.lic_free[lic] -= 1
                     if st.lic_free[lic] < 0:
                         raise RuntimeError(f"cluster {c}: licence {lic} over-committed by job {job.job_id}")
-                    active = st.cluster.licences[lic].copies - st.lic_free[lic]
-                    if active > res.max_active_licences[c, lic]:
-                        res.max_active_licences[c, lic] = active
+                    active = copies[lic] - st.lic_free[lic]
+                    if active > peak[lic]:
+                        peak[lic] = active
                 prio = job.attrs[MS_PRIORITY_KEY]
                 st.backlog.remove(prio, job_load(job))
                 cnt = st.cpu_counts[need] - 1
@@ -267,45 +301,44 @@ def simulate_two_level(
                 else:
                     del st.cpu_counts[need]
                 st.queued_cpus -= need
-                st.queued_lics -= q.n_licences
+                st.queued_lics -= len(lics)
                 factor = q.benchmark / bench[m]
                 st.running[job.job_id] = st.running_on[m][job.job_id] = RunningOnMachine(
                     job=job,
                     machine=m,
                     cpus=need,
-                    licence_mask=q.licence_mask,
+                    licence_mask=jm,
                     start_time=now,
                     expected_end=now + job.requested_time * factor,
                 )
-                i = index_of[job.job_id]
                 end = now + job.run_time * factor
-                res.machine[i] = m
-                res.start[i] = now
-                res.end[i] = end
-                res.ls_starts += 1
+                job_machine[i] = m
+                job_start[i] = now
+                job_end[i] = end
+                ls_starts += 1
                 heapq.heappush(ends, (end, i, c))
         if nxt >= n and not ends and any(len(s.queue) for s in states):
             stuck = sorted(int(j) for s in states for j in s.queue.job_id)[:5]
             raise RuntimeError(f"jobs {stuck} can never start (no running job left to free resources)")
-    return res
-
-
-def _integrate(
-    res: TwoLevelResult, states: list[_ClusterState], total_cpus: list[int], total_lics: list[int], dt: float
-) -> None:
-    """Add ``dt`` of the current state to the usage integrals (paper: active / min(available,
-    requested), where requested = running + queued demand; instants without demand are skipped)."""
-    for c, st in enumerate(states):
-        active = st.active_cpus
-        requested = active + st.queued_cpus
-        if requested > 0:
-            res.cpu_usage_integral[c] += dt * active / min(total_cpus[c], requested)
-            res.cpu_demand_time[c] += dt
-        lic_active = st.active_lics
-        lic_requested = lic_active + st.queued_lics
-        if lic_requested > 0 and total_lics[c] > 0:
-            res.lic_usage_integral[c] += dt * lic_active / min(total_lics[c], lic_requested)
-            res.lic_demand_time[c] += dt
+    return TwoLevelResult(
+        jobs=order,
+        clusters=clusters,
+        cluster=np.array(job_cluster, dtype=np.int64),
+        machine=np.array(job_machine, dtype=np.int64),
+        priority=np.array(job_priority, dtype=np.int64),
+        start=np.array(job_start, dtype=float),
+        end=np.array(job_end, dtype=float),
+        cpu_usage_integral=np.array(cpu_int, dtype=float),
+        cpu_demand_time=np.array(cpu_dem, dtype=float),
+        lic_usage_integral=np.array(lic_int, dtype=float),
+        lic_demand_time=np.array(lic_dem, dtype=float),
+        ms_seconds=ms_seconds,
+        ms_decisions=ms_decisions,
+        ls_seconds=ls_seconds,
+        ls_passes=ls_passes,
+        ls_starts=ls_starts,
+        max_active_licences=np.array(max_active, dtype=np.int64).reshape(n_c, n_lic_types),
+    )
 
 
 def run_case(
