@@ -260,3 +260,20 @@ def test_cli_time_unit_study_and_replot_errors(tmp_path: Path) -> None:
     (tmp_path / "timing.csv").write_text("ta,case\n1,ms\n")
     broken = CliRunner().invoke(app, [*base, "--replot"])
     assert broken.exit_code == 2 and "timing.csv" in broken.output
+
+
+def test_metaqueue_executor_gives_the_local_rows_byte_for_byte(tmp_path: Path) -> None:
+    from metasched.runtime.sweep_executor import MetaqueueExecutor
+
+    cfg = Pasquali2010Config(
+        tas=(0.0, 5.0), cases=("ms", "none"), repetitions=1, workers=1, params=SMALL,
+        time_units=("seconds", "minutes"),
+    )  # fmt: skip
+    run(cfg, tmp_path / "local")
+    mq = MetaqueueExecutor(tmp_path / "mq", placeholders=2)
+    try:
+        run(cfg, tmp_path / "mq-out", executor=mq)
+    finally:
+        mq.shutdown()
+    for name in ("clusters.csv", "fig3_workload_share.csv", "study_time_unit.csv"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "mq-out" / name).read_bytes(), name
