@@ -90,11 +90,3 @@ def test_no_two_lines_of_a_sabin_figure_share_a_colour_or_a_marker() -> None:
         styles = [exp.line_style(k) for k in fig.series]
         assert len({s["color"] for s in styles}) == len(styles), fig.number
         assert len({s["marker"] for s in styles}) == len(styles), fig.number
-
-
-def test_mapping_csvs_keep_full_precision(tmp_path: Any) -> None:
-    from metasched.experiments.mapping import _write_csv
-
-    value = 8460675.123456789
-    _write_csv(tmp_path / "m.csv", [{"makespan": value}])
-    assert float((tmp_path / "m.csv").read_text().splitlines()[1]) == value  # (".6g" gave 8.46068e+06)

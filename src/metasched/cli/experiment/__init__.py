@@ -27,11 +27,11 @@ EXPERIMENTS: dict[str, tuple[str | tuple[str, ...], str]] = {
         "Local processing vs job sharing vs multi-site co-allocation (Ernemann et al. 2002).",
     ),
     "smartnet1998": (
-        "metasched.cli.experiment.mapping",
+        "metasched.cli.experiment.smartnet1998",
         "SmartNet (seed 002): OLB and MET against SmartNet on the production and academic models, and noise.",
     ),
     "braun2001": (
-        "metasched.cli.experiment.mapping",
+        "metasched.cli.experiment.braun2001",
         "Braun et al. (2001): every mapper on the 12 512 x 16 instances (makespan, time, ratio to the LP bound).",
     ),
     "pasquali2010": (

@@ -38,6 +38,18 @@ DAG_REGISTRY: dict[str, type[DagScheduler]] = build_registry(Generational, Clust
 #: The mappers that are searches (take a time budget, a clock, a seed and an iteration cap).
 SEARCH_KEYS = tuple(key for key, cls in REGISTRY.items() if issubclass(cls, SearchMapper))
 
+
+def build_mapper(key: str, *, seed: int = 0, iterations: int | None = None) -> Mapper:
+    """The mapper ``key`` of :data:`REGISTRY`; a search gets ``seed`` and, if given, an iteration
+    cap instead of its default, and no clock: its result depends on its inputs only."""
+    cls = REGISTRY[key]
+    if issubclass(cls, SearchMapper):
+        if iterations is None:
+            return cls(seed=seed)
+        return cls(seed=seed, max_iterations=iterations)
+    return cls()
+
+
 __all__ = [
     "DAG_REGISTRY",
     "REGISTRY",
@@ -60,4 +72,5 @@ __all__ = [
     "SimulatedAnnealing",
     "Sufferage",
     "TabuSearch",
+    "build_mapper",
 ]

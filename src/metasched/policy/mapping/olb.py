@@ -17,7 +17,7 @@ class Olb(Mapper):
     that becomes idle first": it considers availability, ignores heterogeneity); Braun et al.,
     JPDC 61 (2001) section 2 ("OLB"). Run on estimated times this is the static schedule; the
     dynamic load balancer of section 3.4 is the same rule run on actual times
-    (``metasched.experiments.mapping``).
+    (``metasched.experiments.smartnet1998``).
 
     Invariant: a task only goes to a machine where it can run (finite ETC), and among those to one
     with the earliest current finish time.
