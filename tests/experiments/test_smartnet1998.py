@@ -190,3 +190,14 @@ def test_cli_resume_replot_study_and_errors(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "unknown study 'nope'" in bad.output
     bad = runner.invoke(app, [*base, "--speed", "fast"])
     assert bad.exit_code == 2 and "speed 'fast'" in bad.output
+
+
+@needs_shared
+def test_per_task_ties_spread_the_user_directed_tasks_over_equally_fast_machines() -> None:
+    table = NasTable.read(NAS)
+    low = exp.ratio_rows("production", SETUP, 0, range(20), table)
+    per = exp.ratio_rows("production", exp.Setup(tie="per-task"), 0, range(20), table)
+    # the same problems and the same other mappers; MET can only gain from spreading equal choices
+    assert [r["olb"] for r in per] == [r["olb"] for r in low]
+    assert all(p["met"] <= q["met"] for p, q in zip(per, low, strict=True))
+    assert any(p["met"] < q["met"] for p, q in zip(per, low, strict=True))

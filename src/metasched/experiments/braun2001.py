@@ -42,8 +42,11 @@ from metasched.workload.etc import BRAUN_NAMES, read_braun
 
 Progress = Callable[[int], None]
 
-#: The best mapper of this module: ILS from the LP rounding (not a registry key: a configuration).
-BEST = "ils+lp"
+#: Search configurations that are not registry keys: ILS from the LP rounding, ILS from the MIP's
+#: root (the best: BEST).
+ILS_LP = "ils+lp"
+BEST = "ils+mip"
+CONFIGS = (ILS_LP, BEST)
 
 #: Best-known makespans we could source (Gogos et al., FGCS 60 (2016): their solution for
 #: ``u_c_hihi.0``, re-evaluated on our matrix). Their table for the other 11 instances is not in any
@@ -60,26 +63,35 @@ ITERATIONS: dict[str, int] = {
     "ga": 1_000,
     "sa": 100_000,
     "tabu": 2_000,
-    "ils": 2_000,
-    BEST: 6_000,
+    "ils": 1_000,
+    "mip": 1,
+    ILS_LP: 1_000,
+    BEST: 1_000,
 }
 
 
-def best_mapper(*, iterations: int, seed: int = 0) -> Mapper:
-    """The best search configuration: ILS started from the LP rounding."""
-    from metasched.policy.mapping import IteratedLocalSearch, LpRounding
+def best_mapper(*, iterations: int, nodes: int = 1, seed: int = 0) -> Mapper:
+    """The best search configuration: ILS (``iterations``) started from the MIP's best assignment
+    after ``nodes`` branch-and-bound nodes (itself started from the LP rounding)."""
+    from metasched.policy.mapping import IteratedLocalSearch, LpRounding, MipSearch
 
-    return IteratedLocalSearch(seed=seed, max_iterations=iterations, start=LpRounding())
+    start = MipSearch(max_iterations=nodes, start=LpRounding())
+    return IteratedLocalSearch(seed=seed, max_iterations=iterations, start=start)
 
 
 def mapper_for(key: str, *, iterations: Mapping[str, int], seed: int) -> Mapper:
+    """A registry mapper or one of :data:`CONFIGS` with its budget from ``iterations``."""
+    from metasched.policy.mapping import IteratedLocalSearch, LpRounding
+
     if key == BEST:
-        return best_mapper(iterations=iterations[BEST], seed=seed)
+        return best_mapper(iterations=iterations[BEST], nodes=iterations.get("mip", ITERATIONS["mip"]), seed=seed)
+    if key == ILS_LP:
+        return IteratedLocalSearch(seed=seed, max_iterations=iterations[ILS_LP], start=LpRounding())
     return build_mapper(key, seed=seed, iterations=iterations.get(key))
 
 
 def known_keys() -> list[str]:
-    return [*REGISTRY, BEST]
+    return [*REGISTRY, *CONFIGS]
 
 
 @dataclass(frozen=True)
@@ -172,7 +184,7 @@ def run(
         stage_dir=stage_dir,
         done=earlier,
         on_done=finished,
-        order=lambda t: t[1] not in SEARCH_KEYS and t[1] != BEST,  # the long searches first
+        order=lambda t: t[1] not in SEARCH_KEYS and t[1] not in CONFIGS,  # the long searches first
     )
     bounds = {n: lp_bound(i) for n, i in insts.items()} if lp_bounds else {}
     return BraunResult([result_row(r, bounds.get(str(r["instance"]))) for r in raw], seconds_rows(raw))

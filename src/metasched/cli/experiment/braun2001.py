@@ -50,13 +50,14 @@ def parse_iterations(specs: list[str]) -> dict[str, int]:
 @app.command("braun2001")
 def braun2001_cmd(
     out: OutOpt,
-    mappers: str = typer.Option("", help="Comma-separated mapper keys (default: all, plus ils+lp)."),
+    mappers: str = typer.Option("", help="Comma-separated mapper keys (default: all, plus ils+lp and ils+mip)."),
     instances: str = typer.Option("", help="Comma-separated instance names (default: the 12)."),
     iterations: list[str] = typer.Option(
         [],
         "--iterations",
         help="Search budget per instance, KEY=N iterations (repeatable; defaults: ga 1000, sa 100000, tabu 2000, "
-        "ils 2000, ils+lp 6000). Deterministic: the rows do not depend on the machine.",
+        "ils 1000, mip 1 (nodes, also of ils+mip), ils+lp 1000, ils+mip 1000). Deterministic: the rows do "
+        "not depend on the machine.",
     ),
     budget: float | None = typer.Option(
         None, hidden=True, help="Removed: budgets are iterations now (--iterations KEY=N)."
@@ -82,7 +83,7 @@ def braun2001_cmd(
     if budget is not None:
         raise typer.BadParameter(
             "the budget is no longer seconds of wall clock (results must not depend on the machine): "
-            "give iterations per mapper, e.g. --iterations ils+lp=6000",
+            "give iterations per mapper, e.g. --iterations ils+mip=1000",
             param_hint="--budget",
         )
     if replot:

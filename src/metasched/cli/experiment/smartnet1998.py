@@ -80,7 +80,9 @@ def smartnet1998_cmd(
         help="Academic model, how a machine's drawn 'relative speed' s enters: divide (t / s) or multiply (t x s).",
     ),
     tie: str = typer.Option(
-        "lowest", help="Tie rule of every mapper: lowest (lowest machine index) or random (machines shuffled)."
+        "lowest",
+        help="Tie rule: lowest (lowest machine index), random (machines shuffled per problem) or per-task "
+        "(user-directed picks at random among equally fast machines, task by task).",
     ),
     study: str | None = typer.Option(
         None, "--study", help="Run a sensitivity study instead: speed, ties or sizes (ratio problems only)."

@@ -13,6 +13,7 @@ from metasched.policy.mapping.max_min import MaxMin
 from metasched.policy.mapping.mct import Mct
 from metasched.policy.mapping.met import Met
 from metasched.policy.mapping.min_min import MinMin
+from metasched.policy.mapping.mip import MipSearch
 from metasched.policy.mapping.olb import Olb
 from metasched.policy.mapping.sufferage import Sufferage
 from metasched.policy.mapping.tabu import TabuSearch
@@ -30,6 +31,7 @@ REGISTRY: dict[str, type[Mapper]] = build_registry(
     TabuSearch,
     IteratedLocalSearch,
     LpRounding,
+    MipSearch,
 )
 
 #: Schedulers of dependent tasks (DAG jobs).
@@ -66,6 +68,7 @@ __all__ = [
     "Mct",
     "Met",
     "MinMin",
+    "MipSearch",
     "Olb",
     "SearchMapper",
     "SearchOutcome",
