@@ -1,3 +1,4 @@
 from metasched.cli.main import main
 
-main()
+if __name__ == "__main__":  # not when a worker process re-imports the main module (spawn, forkserver)
+    main()

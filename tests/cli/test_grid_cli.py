@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,15 +49,19 @@ def test_simulate_sites_writes_every_output_and_compares(tmp_path: Path) -> None
     (tmp_path / "sites.toml").write_text(SITES)
     trace = _swf(tmp_path / "t.swf")
     out = tmp_path / "out"
-    res = runner.invoke(
-        app,
+    # As a user runs it: its own process (two policies in parallel, so it starts worker processes: never
+    # from inside a test runner's process, whose threads and pipes its children would share).
+    res = subprocess.run(
         [
-            "simulate", "--sites", str(tmp_path / "sites.toml"), "--trace", str(trace), "--out", str(out),
+            sys.executable, "-m", "metasched", "simulate", "--sites", str(tmp_path / "sites.toml"),
+            "--trace", str(trace), "--out", str(out),
             "--policy", "least-load", "--policy", "completion-time:k=2,choice=completion", "--workers", "2",
         ],
+        capture_output=True, text=True, timeout=240, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
-    assert res.exit_code == 0, res.output
-    assert "home sites from the partition field" in res.output and "no job kinds" in res.output
+    output = res.stdout + res.stderr
+    assert res.returncode == 0, output
+    assert "home sites from the partition field" in output and "no job kinds" in output
     for folder in ("least-load", "completion-time_k=2_choice=completion"):
         with (out / folder / "jobs.csv").open() as fh:
             rows = list(csv.DictReader(fh))
