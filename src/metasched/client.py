@@ -100,9 +100,12 @@ class Job:
     def retry(self) -> bool:
         return bool(self._client._backend.retry([self.id]))
 
-    def logs(self, stream: str = "auto") -> str:
-        """Its output: ``stdout``, ``stderr``, or ``auto`` (stdout, else stderr when that is all it wrote)."""
-        return str(self._client._backend.logs(self.id, stream))
+    def logs(self, stream: str = "auto", tail: int | str | None = None) -> str:
+        """Its output: ``stdout``, ``stderr``, or ``auto`` (stdout, else stderr when that is all it wrote);
+        read on its site over SSH when the site is remote. ``tail``: the last ``N`` lines, or ``"Nc"`` bytes
+        (``"Nk"``, ``"NM"``). At most 16 MiB, the end kept: the answer (a ``str``) has ``.truncated``,
+        ``.size`` (bytes of the whole file) and ``.note`` (one line saying what is shown, or None)."""
+        return self._client._backend.logs(self.id, stream, tail)
 
 
 class JobArray(Job):
@@ -172,8 +175,8 @@ class JobArray(Job):
         broken = [j.id for j in self.jobs if j.state in self._ENDINGS]
         return bool(broken) and bool(self._client._backend.retry(broken))
 
-    def logs(self, stream: str = "auto") -> str:
-        return "".join(j.logs(stream) for j in self.jobs)
+    def logs(self, stream: str = "auto", tail: int | str | None = None) -> str:
+        return "".join(j.logs(stream, tail) for j in self.jobs)
 
 
 class Client:
@@ -351,7 +354,7 @@ class _Backend:
     def wait(self, refs: Sequence[int | str], timeout: float) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def logs(self, ref: int | str, stream: str) -> str:
+    def logs(self, ref: int | str, stream: str, tail: int | str | None = None) -> str:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -395,8 +398,8 @@ class _Embedded(_Backend):
     def wait(self, refs: Sequence[int | str], timeout: float) -> list[dict[str, Any]]:
         return self.q.wait(refs, timeout)
 
-    def logs(self, ref: int | str, stream: str) -> str:
-        return self.q.logs(ref, stream)
+    def logs(self, ref: int | str, stream: str, tail: int | str | None = None) -> str:
+        return self.q.logs(ref, stream, tail)
 
     def close(self) -> None:
         self.store.close()
@@ -437,7 +440,7 @@ class _Http(_Backend):
             base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {token}"}, timeout=httpx.Timeout(90.0)
         )
 
-    def _call(self, method: str, path: str, **kw: Any) -> Any:
+    def _call(self, method: str, path: str, *, raw: bool = False, **kw: Any) -> Any:
         import httpx
 
         try:
@@ -453,6 +456,8 @@ class _Http(_Backend):
             if r.status_code == 404:
                 raise NotFound(message)
             raise Error(f"{message} (HTTP {r.status_code})")
+        if raw:
+            return r
         return r.text if r.headers.get("content-type", "").startswith("text/plain") else r.json()
 
     def submit(self, body: dict[str, Any]) -> list[int]:
@@ -481,8 +486,19 @@ class _Http(_Backend):
         body = {"jobs": [str(r) for r in refs], "timeout": timeout}
         return list(self._call("POST", "/v1/jobs/wait", json=body)["jobs"])
 
-    def logs(self, ref: int | str, stream: str) -> str:
-        return str(self._call("GET", f"/v1/jobs/{ref}/logs", params={"stream": stream}))
+    def logs(self, ref: int | str, stream: str, tail: int | str | None = None) -> str:
+        from metasched.runtime.remote.logs import LogText
+
+        params = {"stream": stream} if tail is None else {"stream": stream, "tail": str(tail)}
+        r = self._call("GET", f"/v1/jobs/{ref}/logs", params=params, raw=True)
+        text = r.text
+        size = r.headers.get("x-log-size")
+        return LogText(
+            text,
+            size=int(size) if size and size.isdigit() else len(text.encode()),
+            truncated=r.headers.get("x-log-truncated") == "true",
+            where=r.headers.get("x-log-where", ""),
+        )
 
     def close(self) -> None:
         self.http.close()

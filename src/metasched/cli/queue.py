@@ -447,11 +447,18 @@ def logs(
     job: Annotated[str, typer.Argument(help="Job name or id.")],
     stderr: Annotated[bool, typer.Option("--stderr", help="Show stderr instead of stdout.")] = False,
     stdout: Annotated[bool, typer.Option("--stdout", help="Show stdout even when empty.")] = False,
+    tail: Annotated[
+        str | None,
+        typer.Option("--tail", help="Only the end: N lines, or Nc bytes (Nk, NM: KiB, MiB).", metavar="N"),
+    ] = None,
     events: Annotated[bool, typer.Option("--events", help="Show the job's event log.")] = False,
     db: DbOpt = None,
     server: ServerOpt = None,
 ) -> None:
-    """Print a job's output (last run: stdout, or stderr when that is all it wrote) or its event log."""
+    """Print a job's output (last run: stdout, or stderr when that is all it wrote) or its event log.
+
+    A job that ran on a remote site is read there over the site's SSH connection. At most 16 MiB (the
+    end of the file) is shown; a note on stderr says when the output is cut."""
     client = _client(db, server)
     try:
         if events:
@@ -459,7 +466,10 @@ def logs(
                 where = e.get("placeholder") or ""
                 typer.echo(f"{_fmt_t(e['at'])} {e['kind']:<14} {where:<24} {e['detail']}")
             return
-        text = client._backend.logs(job, "stderr" if stderr else "stdout" if stdout else "auto")
+        text = client._backend.logs(job, "stderr" if stderr else "stdout" if stdout else "auto", tail)
     except StoreError as exc:
         raise _fail(str(exc)) from None
     typer.echo(text, nl=False)
+    note = getattr(text, "note", None)
+    if note:
+        typer.echo(f"note: {note}", err=True)

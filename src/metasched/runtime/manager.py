@@ -76,6 +76,7 @@ from metasched.runtime.metaqueue.states import PlaceholderState
 from metasched.runtime.metaqueue.store import Store, StoreError, metasched_home
 from metasched.runtime.metaqueue.workflow import parse_duration_s, parse_licences, parse_mem_mb
 from metasched.runtime.placeholder.launcher import DEFAULT_LAUNCHER, Launcher, LauncherError
+from metasched.runtime.remote.logs import ssh_mapping
 from metasched.runtime.remote.runner import CommandError, CommandRunner, LocalRunner, SiteUnreachable
 from metasched.runtime.remote.ssh import SshRunner, SshTarget
 from metasched.runtime.remote.staging import (
@@ -585,6 +586,8 @@ class SiteManager:
         info["wall_time_s"] = cfg.wall_time_s
         info["nodes"] = cfg.nodes
         info["reach"] = {"state": "down" if site.down_since is not None else "up", "since": site.down_since}
+        if cfg.ssh is not None:  # how `metasched logs` reaches the site to read a job's output (issue 36)
+            info["ssh"] = ssh_mapping(cfg.ssh)
         if site.last_error:
             info["reach"]["error"] = site.last_error[:300]
         return info

@@ -30,7 +30,7 @@ from metasched.runtime.metaqueue.arrays import MAX_ARRAY, expand, parse_after, p
 from metasched.runtime.metaqueue.records import ADMIN, JobSpec, NotFound, StoreError
 from metasched.runtime.metaqueue.secure import bearer_credentials
 from metasched.runtime.metaqueue.store import Store
-from metasched.runtime.metaqueue.userops import MAX_WAIT_S, UserQueue
+from metasched.runtime.metaqueue.userops import MAX_WAIT_S, LogUnavailable, UserQueue
 from metasched.runtime.metaqueue.workflow_model import Command, SubmitOptions
 
 _BEARER = HTTPBearer(auto_error=False)
@@ -148,6 +148,8 @@ def mount_user_api(app: FastAPI, store: Store, admin_token: str, agent_token: st
             return await run_in_threadpool(fn, *args, **kwargs)
         except NotFound as exc:
             raise ApiError(404, "not_found", str(exc)) from None
+        except LogUnavailable as exc:  # the site or the file, not the request
+            raise ApiError(502, "log_unavailable", str(exc)) from None
         except StoreError as exc:
             raise ApiError(400, "bad_request", str(exc)) from None
 
@@ -208,9 +210,21 @@ def mount_user_api(app: FastAPI, store: Store, admin_token: str, agent_token: st
         return {"ended": all(r["state"] in _TERMINAL for r in rows), "jobs": rows}
 
     @router.get("/jobs/{ref}/logs", response_class=PlainTextResponse)
-    async def logs(ref: str, q: User, stream: Literal["stdout", "stderr", "auto"] = "auto") -> PlainTextResponse:
-        """The job's stdout or stderr (``auto``: stdout, else stderr when that is all it wrote)."""
-        return PlainTextResponse(await call(q.logs, ref, stream))
+    async def logs(
+        ref: str, q: User, stream: Literal["stdout", "stderr", "auto"] = "auto", tail: str | None = None
+    ) -> PlainTextResponse:
+        """The job's stdout or stderr (``auto``: stdout, else stderr when that is all it wrote), read on its
+        site over SSH when the site is remote. ``tail``: ``N`` lines or ``Nc``/``Nk``/``NM`` bytes. At most
+        16 MiB, the end kept; headers ``X-Log-Size`` (bytes of the whole file), ``X-Log-Truncated``
+        (``true``/``false``), ``X-Log-Where``. HTTP 502 ``log_unavailable`` when the site is unreachable,
+        the read timed out or the file is gone (the message names the site and the path)."""
+        text = await call(q.logs, ref, stream, tail)
+        headers = {
+            "X-Log-Size": str(getattr(text, "size", len(text.encode()))),
+            "X-Log-Truncated": "true" if getattr(text, "truncated", False) else "false",
+            "X-Log-Where": getattr(text, "where", "").encode("ascii", "replace").decode(),
+        }
+        return PlainTextResponse(text, headers=headers)
 
     app.include_router(router)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -45,8 +44,6 @@ JOB_FIELDS = (
 STATES = tuple(s.value for s in JobState)
 #: Longest wait one call may block (the HTTP long poll answers by then; a client asks again).
 MAX_WAIT_S = 60.0
-#: Largest log answered whole (the tail is kept beyond: a job writing gigabytes must not fill a reply).
-MAX_LOG_BYTES = 16 << 20
 
 
 def check_states(states: Sequence[str]) -> list[str]:
@@ -152,46 +149,84 @@ class UserQueue:
             time.sleep(left)
             poll_s = min(poll_s * 1.5, 2.0)
 
-    def logs(self, ref: str | int, stream: str = "stdout") -> str:
+    def logs(self, ref: str | int, stream: str = "stdout", tail: Any = None) -> str:
         """The job's output of its last run. ``stream`` is ``stdout`` or ``stderr``; ``auto``: stdout, or
-        stderr when the job wrote nothing else (a failed job with only an error message)."""
+        stderr when the job wrote nothing else (a failed job with only an error message). ``tail``: ``N``
+        lines or ``Nc``/``Nk``/``NM`` bytes (a :class:`~metasched.runtime.remote.logs.Tail` too).
+
+        A :class:`~metasched.runtime.remote.logs.LogText` (a ``str`` with ``size``, ``truncated`` and
+        ``note``): at most ``MAX_LOG_BYTES``, the end of the file kept. A job that ran on a remote site is
+        read there over SSH (the site's ``ssh`` table as ``metasched sites run`` recorded it);
+        :class:`LogUnavailable` (a :class:`StoreError`) names the site and the path when that fails."""
+        from metasched.runtime.remote.logs import LogUnavailable as Unreadable
+        from metasched.runtime.remote.logs import RemoteReader, Tail, parse_tail, read_local
+
         if stream not in ("stdout", "stderr", "auto"):
             raise StoreError(f"unknown stream {stream!r}: stdout, stderr or auto")
+        try:
+            want = tail if isinstance(tail, Tail) else parse_tail(tail)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
         row = self.store.job(str(ref), owner=self.owner, see_all=self.admin)
         label = row["name"] or row["id"]
         paths = {"stdout": row["stdout_path"], "stderr": row["stderr_path"]}
-        if stream == "auto":
-            texts = {k: _read(p) for k, p in paths.items() if p}
-            out = texts.get("stdout")
-            if out:
-                return out
-            err = texts.get("stderr")
-            if err:
-                return err
-            if out is not None or err is not None:
-                return out or err or ""
-            stream = "stdout"
-        path = paths[stream]
-        if not path:
-            raise StoreError(f"job {label} is {row['state']}: no output recorded yet ({stream})")
-        text = _read(path)
-        if text is None:
-            raise StoreError(
-                f"cannot read {path} ({stream} of job {label}): the output stays on site {row['site'] or '?'} "
-                "that ran the job"
-            )
-        return text
+        site = row["site"] or "?"
+        config = next((s["config"] or {} for s in self.store.sites() if s["name"] == row["site"]), {})
+        where = str(config.get("where") or "local")
+        remote: RemoteReader | None = None
+        if config.get("ssh"):
+            try:
+                remote = RemoteReader(site, config["ssh"])
+            except Unreadable as exc:
+                raise LogUnavailable(str(exc)) from None
+
+        def read(name: str) -> str:
+            path = paths[name]
+            what = f"{name} of job {label}"
+            if not path:
+                raise StoreError(f"job {label} is {row['state']}: no output recorded yet ({name})")
+            if remote is not None:
+                try:
+                    return remote.read(path, want, what)
+                except Unreadable as exc:
+                    raise LogUnavailable(str(exc)) from None
+            text = read_local(path, want)
+            if text is not None:
+                return text
+            if where != "local":
+                raise LogUnavailable(
+                    f"cannot read {path} ({what}): it is on site {site} ({where}), whose ssh connection is "
+                    "not recorded; run `metasched sites run` again (this version records it)"
+                )
+            raise LogUnavailable(f"cannot read {path} ({what}) on this machine: no such file or not readable")
+
+        try:
+            if stream != "auto":
+                return read(stream)
+            if not paths["stdout"] and not paths["stderr"]:
+                return read("stdout")  # the "no output recorded yet" answer
+            texts: dict[str, str] = {}
+            errors: dict[str, LogUnavailable] = {}
+            for name in ("stdout", "stderr"):
+                if paths[name]:
+                    try:
+                        texts[name] = read(name)
+                    except LogUnavailable as exc:
+                        errors[name] = exc
+                if texts.get("stdout"):
+                    return texts["stdout"]
+            if texts.get("stderr"):
+                return texts["stderr"]
+            if texts:
+                return texts.get("stdout", texts.get("stderr", ""))
+            raise errors.get("stdout") or errors["stderr"]
+        finally:
+            if remote is not None:
+                remote.close()
 
 
-def _read(path: str) -> str | None:
-    try:
-        with Path(path).open("rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - MAX_LOG_BYTES))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return None
+class LogUnavailable(StoreError):
+    """A job's output could not be read: its site is unreachable, the read timed out, or the file is gone."""
 
 
 def explain(store: Store, rows: list[dict[str, Any]]) -> None:
