@@ -82,6 +82,27 @@ def test_ssh_table_round_trip(ssh_testbed: SshTestbed) -> None:
     assert SshTarget.from_mapping(ssh_mapping(target)) == target
 
 
+def test_site_recorded_without_its_ssh_table_says_what_to_do(tmp_path: Path) -> None:
+    """A remote site recorded by an older ``sites run`` (no ``ssh`` in its row) and a local file gone."""
+    from metasched.runtime.metaqueue.userops import LogUnavailable, UserQueue
+
+    store = Store.open(f"sqlite:///{tmp_path / 'mq.db'}")
+    try:
+        store.upsert_site("old", "slurm", {"where": "alice@login.old.org:22"}, {})
+        store.upsert_site("here", "local", {"where": "local"}, {})
+        jids = store.submit([JobSpec("true", name="a"), JobSpec("true", name="b")])
+        for jid, site_name in zip(jids, ("old", "here"), strict=True):
+            (job,) = store.claim(site_name, "p", FreeResources(1)).jobs
+            store.complete(jid, "p", job.attempt, 0, stdout_path=f"/nowhere/{jid}.out", stderr_path=None)
+        q = UserQueue(store)
+        with pytest.raises(LogUnavailable, match=r"on site old \(alice@login.old.org:22\), whose ssh connection is"):
+            q.logs("a")
+        with pytest.raises(LogUnavailable, match=r"cannot read /nowhere/\d+.out \(stdout of job b\) on this machine"):
+            q.logs("b")
+    finally:
+        store.close()
+
+
 # ---------------------------------------------------------------------------------------- live, over SSH
 
 
