@@ -37,16 +37,22 @@ def test_metaqueue_sweep_gives_the_local_rows_byte_for_byte(tmp_path: Path, monk
     try:
         remote = exp.run_sweep(data, SCHEMES, LOADS, seed=4, executor=mq, stage_dir=tmp_path / "stage")
         pids = runner.run_sweep(0, [1, 2, 3], _pid, executor=mq, stage_dir=tmp_path / "stage")
+        jobs = mq.store.jobs()
         with pytest.raises(Exception, match="ValueError: task 7 fails"):
             runner.run_sweep(0, [7], _fail, executor=mq, stage_dir=tmp_path / "stage")
-        jobs = mq.store.jobs()
     finally:
         mq.shutdown()
     assert remote == local
     write_rows_csv(tmp_path / "a.csv", remote)
     write_rows_csv(tmp_path / "b.csv", local)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    # every run was a job of the queue (a warm-up job first), run by the placeholders, not here
-    assert len(jobs) == 1 + len(local) + 3 + 1 and all(j["state"] == "done" for j in jobs)
+    # every run was a job of the queue (a warm-up job first, a merge job last after every run),
+    # run by the placeholders, not here
+    assert len(jobs) == (1 + len(local) + 1) + (3 + 1) and all(j["state"] == "done" for j in jobs)
+    n = len(local)
+    for merge, runs in ((jobs[n + 1], jobs[1 : n + 1]), (jobs[-1], jobs[n + 2 : -1])):
+        assert merge["start_at"] >= max(r["end_at"] for r in runs)
+    # the rows came from the merge jobs' files
+    assert len(list((tmp_path / "mq").glob("*-merged-*.pkl"))) >= 2
     assert os.getpid() not in {r["pid"] for r in pids}
     assert not mq._procs  # the placeholders are gone

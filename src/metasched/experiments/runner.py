@@ -16,7 +16,10 @@ Where the runs go:
   the context is pickled once into ``stage_dir`` (which the workers must see: a shared file
   system on a cluster) and each worker loads it on its first task and keeps it. One warm-up call
   runs first and is waited for (it compiles the kernels into their on-disk cache once, instead of
-  every worker compiling them at the same time).
+  every worker compiling them at the same time). An executor with a ``submit_merge(futures)``
+  method (the metaqueue's) also gets a merge call after the runs: the sweep's rows are then read
+  from the file it names (a pickled list of ``(ok, row or exception)`` in task order), not
+  gathered here.
 
 Invariant: the rows depend on the tasks and the context only, never on the executor, the number
 of workers or the order of completion. Rows are returned in task order (tested: the same rows
@@ -137,7 +140,15 @@ def run_sweep(
         if stage_dir is None:
             raise ValueError("a non-local executor needs stage_dir (a directory its workers can read)")
         _run_remote(
-            context, todo, work, executor, warm_up=warm_up, stage_dir=stage_dir, finish=finish, meanwhile=meanwhile
+            context,
+            todo,
+            work,
+            executor,
+            warm_up=warm_up,
+            stage_dir=stage_dir,
+            finish=finish,
+            settle=results.__setitem__,
+            meanwhile=meanwhile,
         )
     return [results[t] for t in tasks]
 
@@ -187,6 +198,7 @@ def _run_remote(
     warm_up: WarmUp | None,
     stage_dir: Path,
     finish: Callable[[T, Row], None],
+    settle: Callable[[T, Row], None],
     meanwhile: Callable[[], None] | None,
 ) -> None:
     if not todo:
@@ -195,7 +207,20 @@ def _run_remote(
     if warm_up is not None:
         executor.submit(_remote_warm_up, warm_up, path, digest, todo).result()
     futures = [(task, executor.submit(_remote_call, work, path, digest, task)) for task in todo]
+    submit_merge = getattr(executor, "submit_merge", None)
+    merge = submit_merge([f for _t, f in futures]) if submit_merge is not None else None
     _drain(futures, finish, meanwhile)
+    if merge is not None:
+        # the sweep's rows are the merge job's file (the runs' results in task order), so that a
+        # sweep whose submitting command went away still ends with them in one place
+        with open(merge.result(), "rb") as fh:
+            merged: list[tuple[bool, Any]] = pickle.load(fh)
+        if len(merged) != len(todo):
+            raise RuntimeError(f"{merge.result()}: {len(merged)} merged rows for {len(todo)} runs")
+        for task, (ok, value) in zip(todo, merged, strict=True):
+            if not ok:
+                raise value
+            settle(task, value)
 
 
 def _drain(

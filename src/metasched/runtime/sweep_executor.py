@@ -10,8 +10,11 @@ placeholders pull from it.
 
 This module knows nothing of the simulator: the callables arrive pickled (by reference to their
 module), so ``runtime`` still never imports ``sim`` (``lint-imports``). The experiments' runner
-submits its warm-up call first and waits for it, then one job per run; the sweep's rows are
-merged by the caller as the jobs finish.
+submits its warm-up call first and waits for it, then one job per run, then (:meth:`submit_merge`)
+a *merge job* that depends ``afterany`` on every run job and writes the sweep's merged result
+file (:func:`merge_results`) from the runs' result files. The merge is a job of the queue, not the
+submitting command's work: a sweep sent to a shared metaqueue completes, merged file included,
+even if the command that sent it is gone. The command waits for the merge job and reads its file.
 
 Invariant: a future is resolved exactly once, with the result the job wrote, or with an error
 naming the job and its log when the job ended without one (failed, cancelled, placeholder gone).
@@ -27,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,8 @@ class MetaqueueExecutor(Executor):
         self._batch = f"sweep{os.getpid()}-{int(time.time() * 1000)}"
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[Future[Any], Path, str]] = {}
+        #: every submitted call's job id and result file, by its future (for :meth:`submit_merge`)
+        self._jobs: dict[Future[Any], tuple[int, Path]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._procs: list[subprocess.Popen[bytes]] = []
@@ -97,6 +102,22 @@ class MetaqueueExecutor(Executor):
             time.sleep(0.1)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return self._submit(fn, args, kwargs)
+
+    def submit_merge(self, futures: Sequence[Future[Any]]) -> Future[str]:
+        """One job, after (``afterany``) the jobs of ``futures`` (calls of this executor), that
+        writes their results, in ``futures`` order, into one merged file (:func:`merge_results`);
+        its future's value is that file's path. ``afterany``: the merge runs whether a run
+        succeeded or not, and the merged file says which did not."""
+        jobs = [self._jobs[f] for f in futures]
+        merged = self.workdir / f"{self._batch}-merged-{next(self._ids)}.pkl"
+        return self._submit(
+            merge_results, ([str(path) for _id, path in jobs], str(merged)), {}, after=[i for i, _p in jobs]
+        )
+
+    def _submit(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, after: Sequence[int] = ()
+    ) -> Future[Any]:
         from metasched.runtime.metaqueue.records import JobSpec
 
         if self._closed:
@@ -111,8 +132,13 @@ class MetaqueueExecutor(Executor):
         name = f"{self._batch}-{n}"
         future: Future[Any] = Future()
         with self._lock:
-            (job_id,) = self.store.submit([JobSpec(command, name=name, cwd=os.getcwd(), max_attempts=2)])
+            refs = [str(i) for i in after]
+            spec = JobSpec(
+                command, name=name, cwd=os.getcwd(), max_attempts=2, after=refs, after_kinds=dict.fromkeys(refs, "any")
+            )
+            (job_id,) = self.store.submit([spec])
             self._pending[job_id] = (future, result, name)
+            self._jobs[future] = (job_id, result)
         return future
 
     def _watch(self) -> None:
@@ -177,6 +203,25 @@ class MetaqueueExecutor(Executor):
                 p.wait(timeout=10)
         self._procs.clear()
         self.store.close()
+
+
+def merge_results(results: Sequence[str], merged: str) -> str:
+    """What a merge job runs: the runs' result files, in order, as one pickled list of
+    ``(True, value)`` or ``(False, exception)`` written atomically to ``merged``; its path.
+
+    A run without a result file (its job failed, was cancelled or lost its placeholder) is
+    ``(False, MetaqueueJobError)`` naming the file: the merge never waits for or invents a row."""
+    out: list[tuple[bool, Any]] = []
+    for path in results:
+        try:
+            out.append(pickle.loads(Path(path).read_bytes()))
+        except FileNotFoundError:
+            out.append((False, MetaqueueJobError(f"no result at {path}: its run job ended without one")))
+    target = Path(merged)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.replace(target)
+    return merged
 
 
 def run_call(call: Path, result: Path) -> int:
