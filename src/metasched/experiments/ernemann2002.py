@@ -34,6 +34,7 @@ from typing import Any
 
 from metasched.experiments import runner
 from metasched.experiments.claims import Claim, Interval, Measure, Rows
+from metasched.experiments.traces import trace_words
 from metasched.model.job import Job
 from metasched.model.machines import parse_machines
 from metasched.model.platform import Platform
@@ -560,7 +561,7 @@ def describe_setup(
     """Bullet lines describing the traces and workloads (``infos``: :func:`metasched.workload.info.describe`
     of each workload on 512 processors): facts of the setup, no result."""
     lines = [
-        f"Trace {label}: `{path.name}`; extracts {', '.join(names_of(label)[:3])} are consecutive jobs at the "
+        f"Trace {label}: {trace_words(path)}; extracts {', '.join(names_of(label)[:3])} are consecutive jobs at the "
         f"start, middle and end of the trace; {names_of(label)[3]} is `ctc_like` resampled from the whole trace "
         f"(seed {seed})."
         for label, path in traces.items()

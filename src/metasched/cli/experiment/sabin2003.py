@@ -29,7 +29,8 @@ from metasched.cli.experiment import (
 )
 from metasched.experiments import sabin2003 as exp
 from metasched.experiments.runner import Journal, JournalError
-from metasched.workload.swf import read_header, read_swf_head
+from metasched.experiments.traces import trace_words
+from metasched.workload.swf import read_swf_head
 
 console = Console()
 
@@ -126,9 +127,7 @@ def sabin2003(
                 f"trace {name}: a job needs {widest} processors, the sites have {size}", param_hint="--procs"
             )
         data[name] = exp.TraceData(name=name, jobs=base, procs=size, platform=sites)
-        header = read_header(path)
-        words = ", ".join(f"{k}: {header[k]}" for k in ("Computer", "Installation", "MaxProcs") if header.get(k))
-        described[name] = (f"{path.name} ({words})" if words else path.name, size)
+        described[name] = (trace_words(path), size)
         console.print(f"{name}: {path.name}, first {len(base)} jobs, {size} processors per site")
     out.mkdir(parents=True, exist_ok=True)
     if study:
