@@ -4,6 +4,10 @@ the sweep's rows are the local pool's, byte for byte; a failing call comes back 
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +15,7 @@ import pytest
 
 from metasched.experiments import runner
 from metasched.experiments import sabin2003 as exp
-from metasched.runtime.sweep_executor import MetaqueueExecutor
+from metasched.runtime.sweep_executor import MetaqueueExecutor, merge_results
 from metasched.sim.metrics import write_rows_csv
 from tests.experiments.test_runner import LOADS, _sweep_data
 
@@ -56,3 +60,56 @@ def test_metaqueue_sweep_gives_the_local_rows_byte_for_byte(tmp_path: Path, monk
     assert len(list((tmp_path / "mq").glob("*-merged-*.pkl"))) >= 2
     assert os.getpid() not in {r["pid"] for r in pids}
     assert not mq._procs  # the placeholders are gone
+
+
+_SUBMIT_AND_DIE = """
+import operator, os, sys
+from pathlib import Path
+from metasched.runtime.sweep_executor import MetaqueueExecutor, merge_results
+
+mq = MetaqueueExecutor(Path(sys.argv[1]), url=sys.argv[2])
+runs = [mq.submit(operator.mul, a, a + 1) for a in (2, 3, 4)]
+mq.submit_merge(runs)
+print("submitted", flush=True)
+os.kill(os.getpid(), 9)  # the submitting command is gone: no shutdown, no wait
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_merge_job_completes_a_sweep_whose_command_is_gone(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    work = tmp_path / "work"
+    gone = subprocess.run(
+        [sys.executable, "-c", _SUBMIT_AND_DIE, str(work), url], capture_output=True, text=True, timeout=120
+    )
+    assert gone.returncode == -9 and "submitted" in gone.stdout, gone.stderr
+    assert not list(work.glob("*-merged-*.pkl"))  # nothing ran: no placeholder yet
+    # a placeholder of the shared queue comes later and runs the runs, then the merge
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    cmd = [sys.executable, "-m", "metasched", "placeholder", "--site", "local", "--db", url, "--id", "late"]
+    cmd += ["--linger", "--max-wait", "0.2", "--prefetch", "0", "--log-dir", str(logs)]
+    with (logs / "placeholder.log").open("wb") as out:
+        placeholder = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (merged := list(work.glob("*-merged-*.pkl"))) and time.monotonic() < deadline:
+            assert placeholder.poll() is None, (logs / "placeholder.log").read_text()
+            time.sleep(0.2)
+    finally:
+        placeholder.terminate()
+        try:
+            placeholder.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            placeholder.kill()
+            placeholder.wait(timeout=10)
+    assert len(merged) == 1, "the merge job did not write its file"
+    assert pickle.loads(merged[0].read_bytes()) == [(True, 6), (True, 12), (True, 20)]
+
+
+def test_merge_results_names_a_run_without_a_result(tmp_path: Path) -> None:
+    (tmp_path / "1.result.pkl").write_bytes(pickle.dumps((True, {"a": 1})))
+    merged = merge_results([str(tmp_path / "1.result.pkl"), str(tmp_path / "2.result.pkl")], str(tmp_path / "m.pkl"))
+    (first, second) = pickle.loads(Path(merged).read_bytes())
+    assert first == (True, {"a": 1})
+    assert second[0] is False and "2.result.pkl" in str(second[1])
