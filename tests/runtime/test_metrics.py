@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from metasched.policy.claim import FreeResources
-from metasched.runtime.metaqueue.models import JobRow
+from metasched.runtime.metaqueue.models import JOBS
 from metasched.runtime.metaqueue.service import create_app
 from metasched.runtime.metaqueue.store import JobSpec, Store
 
@@ -77,7 +77,7 @@ def test_metrics_count_jobs_placeholders_leases_licences_and_claims(store: Store
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
     m = _samples(page.text)
     assert _by_state(m) == {"queued": 2.0, "running": 2.0}
-    has_owner = "owner" in JobRow.__table__.c
+    has_owner = "owner" in JOBS.c
     assert all(("owner" in dict(labels)) == has_owner for (name, labels) in m if name == "metasched_jobs")
     assert m[("metasched_jobs_ready", ())] == 1.0  # d (b waits for a)
     assert m[("metasched_placeholders", (("site", "s1"), ("state", "running")))] == 1.0

@@ -830,22 +830,22 @@ class RunTally:
     def start(cls, store: Store) -> RunTally:
         from sqlalchemy import func, select
 
-        from metasched.runtime.metaqueue.models import JobRow
+        from metasched.runtime.metaqueue.models import JOBS
 
         with store.engine.connect() as conn:
-            last = conn.execute(select(func.max(JobRow.id))).scalar() or 0
-            open_ids = conn.execute(select(JobRow.id).where(JobRow.state.in_(["queued", "running"]))).scalars()
+            last = conn.execute(select(func.max(JOBS.c.id))).scalar() or 0
+            open_ids = conn.execute(select(JOBS.c.id).where(JOBS.c.state.in_(["queued", "running"]))).scalars()
             return cls(frozenset(int(i) for i in open_ids), int(last))
 
     def count(self, store: Store) -> Tally:
         from sqlalchemy import select
 
-        from metasched.runtime.metaqueue.models import JobRow
+        from metasched.runtime.metaqueue.models import JOBS
 
         first = min(self.open_at_start, default=self.last_id_at_start + 1)
         tally = Tally()
         with store.engine.connect() as conn:
-            rows = conn.execute(select(JobRow.id, JobRow.state, JobRow.site).where(JobRow.id >= first))
+            rows = conn.execute(select(JOBS.c.id, JOBS.c.state, JOBS.c.site).where(JOBS.c.id >= first))
             for job_id, state, site in rows:
                 if job_id in self.open_at_start or job_id > self.last_id_at_start:
                     tally.add(str(state), site)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import Table, func, select
+from sqlalchemy import func, select
 
-from metasched.runtime.metaqueue.models import DependencyRow, JobRow, PlaceholderRow
+from metasched.runtime.metaqueue.models import DEPS, JOBS, PLACEHOLDERS
 from metasched.runtime.metaqueue.secure import bearer_matches, check_token
 from metasched.runtime.metaqueue.states import JobState
 from metasched.runtime.metaqueue.store import Store
@@ -33,9 +33,6 @@ from metasched.runtime.metaqueue.store import Store
 STATIC = Path(__file__).with_name("dashboard_static")
 _FILES = {"index.html": "text/html", "dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 _BEARER = HTTPBearer(auto_error=False)
-JOBS = cast(Table, JobRow.__table__)
-DEPS = cast(Table, DependencyRow.__table__)
-PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
 #: The page shows at most this many jobs (the newest, plus every unfinished one up to the cap).
 MAX_JOBS = 3000
 

@@ -38,7 +38,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from metasched.runtime.metaqueue.models import EventRow, JobRow, PlaceholderRow
+from metasched.runtime.metaqueue.models import EVENTS, JOBS, PLACEHOLDERS
 from metasched.runtime.metaqueue.secure import bearer_matches, check_token
 from metasched.runtime.metaqueue.store import Store
 
@@ -63,7 +63,7 @@ class QueueCollector(Collector):
         return []  # (no describe: the registry then does not collect at registration)
 
     def collect(self) -> Iterator[Metric]:
-        jobs_has_owner = "owner" in JobRow.__table__.c
+        jobs_has_owner = "owner" in JOBS.c
         labels = ["state", "owner"] if jobs_has_owner else ["state"]
         jobs = GaugeMetricFamily(
             "metasched_jobs", "Jobs by state" + (" and owner" if jobs_has_owner else ""), labels=labels
@@ -72,16 +72,16 @@ class QueueCollector(Collector):
             "metasched_placeholders", "Placeholders by site and state", labels=["site", "state"]
         )
         with self.store.engine.connect() as conn:
-            t = JobRow.__table__
+            t = JOBS
             cols = [t.c.state, t.c.owner] if jobs_has_owner else [t.c.state]
             for row in conn.execute(select(*cols, func.count()).group_by(*cols)):
                 *keys, n = row
                 jobs.add_metric([str(k if k is not None else "") for k in keys], float(n))
             ready = conn.execute(select(func.count()).where(t.c.state == "queued", t.c.pending_deps == 0)).scalar_one()
-            p = PlaceholderRow.__table__
+            p = PLACEHOLDERS
             for site, state, n in conn.execute(select(p.c.site, p.c.state, func.count()).group_by(p.c.site, p.c.state)):
                 placeholders.add_metric([site, state], float(n))
-            e = EventRow.__table__
+            e = EVENTS
             new = conn.execute(select(e.c.id).where(e.c.kind == "lease_lost", e.c.id > self._floor)).scalars().all()
             conn.rollback()
         for event_id in new:

@@ -1,172 +1,163 @@
-"""SQLAlchemy 2 models of the metaqueue. The schema is created by the Alembic migrations next to this
-file (``migrations/``), never by ``create_all``: change a model, add a migration.
+"""The metaqueue's tables, as SQLAlchemy Core :class:`~sqlalchemy.Table` objects on :data:`metadata`.
+
+The schema is created by the Alembic migrations next to this file (``migrations/``), never by
+``create_all``: change a table here, add a migration (``tests/runtime/test_models.py`` fails while the two
+disagree). Core, not ORM classes: the store only ever used the tables, and importing ``sqlalchemy.orm`` and
+building declarative classes was a fifth of every command's start-up (issue 34).
 
 Times are Unix epoch seconds (floats); durations end in ``_s``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+metadata = MetaData()
 
+#: One job of the metaqueue: the user's command line, its resources and its life.
+#:
+#: ``pending_deps`` counts the dependencies not yet ``done``; a job is ready when it is ``queued`` and
+#: ``pending_deps == 0`` (kept up to date in the same transaction that finishes a dependency, so claiming never
+#: joins the dependency table). ``attempts`` counts claims; ``lease_until`` is when the running placeholder's
+#: lease ends unless renewed by a heartbeat. ``owner``: the user who submitted it (migration 0005; ``admin`` for
+#: the old single token and the embedded CLI); names are unique per owner. ``cpus`` is per task; ``tasks`` (MPI
+#: ranks) and ``nodes``: ``tasks x cpus`` in all over ``nodes``. ``deadline_at`` (``None``: no deadline) and
+#: ``user_class`` (gold, silver or regular) feed the ``pasquali`` claim policy; ``params``: named numbers for
+#: the user's run-time formula of the job's kind (``{"n": 1000}``).
+JOBS = Table(
+    "jobs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=True),
+    Column("owner", String(100), nullable=False, default="admin", server_default="admin"),
+    Column("command", Text, nullable=False),
+    Column("cwd", Text, nullable=False, default=""),
+    Column("env", JSON, nullable=False, default=dict),
+    Column("cpus", Integer, nullable=False, default=1),
+    Column("tasks", Integer, nullable=False, default=1, server_default="1"),
+    Column("nodes", Integer, nullable=False, default=1, server_default="1"),
+    Column("mem_mb", Integer, nullable=False, default=0),
+    Column("licences", JSON, nullable=False, default=dict),
+    Column("time_s", Float, nullable=False, default=0.0),
+    Column("deadline_at", Float, nullable=True),
+    Column("user_class", String(16), nullable=False, default="regular", server_default="regular"),
+    Column("params", JSON, nullable=True),
+    Column("state", String(16), nullable=False, default="queued"),
+    Column("pending_deps", Integer, nullable=False, default=0),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("max_attempts", Integer, nullable=False, default=3),
+    Column("exit_code", Integer, nullable=True),
+    Column("reason", Text, nullable=False, default=""),
+    Column("submit_at", Float, nullable=False),
+    Column("start_at", Float, nullable=True),
+    Column("end_at", Float, nullable=True),
+    Column("site", String(100), nullable=True),
+    Column("placeholder_id", String(100), nullable=True),
+    Column("lease_until", Float, nullable=True),
+    Column("stdout_path", Text, nullable=True),
+    Column("stderr_path", Text, nullable=True),
+    Index("ix_jobs_ready", "state", "pending_deps", "id"),
+    Index("ix_jobs_placeholder", "placeholder_id", "state"),
+    Index("ix_jobs_owner_state", "owner", "state"),
+    UniqueConstraint("owner", "name", name="uq_jobs_owner_name"),
+)
 
-class Base(DeclarativeBase):
-    pass
+#: ``job_id`` runs only after ``after_id`` ended as ``kind`` asks (``sbatch --dependency``'s types): ``ok``
+#: (done), ``any`` (ended in any way), ``notok`` (failed, cancelled or dependency failed).
+DEPS = Table(
+    "dependencies",
+    metadata,
+    Column("job_id", Integer, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("after_id", Integer, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(8), nullable=False, default="ok", server_default="ok"),
+    Index("ix_dependencies_after", "after_id"),
+)
 
+#: A site as last configured by the site manager (``licences``: ``{name: count}`` it offers).
+SITES = Table(
+    "sites",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("adapter", String(32), nullable=False),
+    Column("config", JSON, nullable=False, default=dict),
+    Column("licences", JSON, nullable=False, default=dict),
+    Column("target", Integer, nullable=False, default=1),
+    Column("updated_at", Float, nullable=False, default=0.0),
+)
 
-class JobRow(Base):
-    """One job of the metaqueue: the user's command line, its resources and its life.
+#: A global licence: at most ``copies`` held at once by the jobs of ALL sites (migration 0003). How it combines
+#: with a site's own ``licences``: :func:`metasched.model.licence.free_copies`. A claim that may hand out a
+#: licence locks these rows (``FOR UPDATE`` on PostgreSQL) first.
+LICENCES = Table(
+    "licences",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("copies", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False, default=0.0),
+)
 
-    ``pending_deps`` counts the dependencies not yet ``done``; a job is ready when it is
-    ``queued`` and ``pending_deps == 0`` (kept up to date in the same transaction that finishes a
-    dependency, so claiming never joins the dependency table). ``attempts`` counts claims;
-    ``lease_until`` is when the running placeholder's lease ends unless renewed by a heartbeat.
-    """
+#: The user's run-time formula of a job kind (seconds, from the job's ``params``; migration 0003). ``site`` is
+#: ``""`` for every site, else the one site it is for (preferred there). Preferred over learned estimates
+#: wherever it can be evaluated (:mod:`metasched.model.formula`).
+FORMULAS = Table(
+    "formulas",
+    metadata,
+    Column("kind", String(200), primary_key=True),
+    Column("site", String(100), primary_key=True, default=""),
+    Column("expression", Text, nullable=False),
+    Column("updated_at", Float, nullable=False, default=0.0),
+)
 
-    __tablename__ = "jobs"
+#: A placeholder: what we submitted into a site's batch system (``batch_id`` is its id there).
+PLACEHOLDERS = Table(
+    "placeholders",
+    metadata,
+    Column("id", String(100), primary_key=True),
+    Column("site", String(100), nullable=False, index=True),
+    Column("batch_id", String(100), nullable=True),
+    Column("state", String(16), nullable=False, default="submitted"),
+    Column("submitted_at", Float, nullable=False),
+    Column("started_at", Float, nullable=True),
+    Column("last_seen_at", Float, nullable=True),
+    Column("ended_at", Float, nullable=True),
+    Column("wait_s", Float, nullable=True),
+    Column("decision", String(16), nullable=True),
+    Column("host", String(200), nullable=True),
+    Column("jobs_run", Integer, nullable=False, default=0),
+)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    #: The user who submitted it (migration 0004; ``admin`` for the old single token and the embedded CLI).
-    #: Names are unique per owner.
-    owner: Mapped[str] = mapped_column(String(100), default="admin", server_default="admin")
-    command: Mapped[str] = mapped_column(Text)
-    cwd: Mapped[str] = mapped_column(Text, default="")
-    env: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
-    #: cpus per task; ``tasks`` (MPI ranks) and ``nodes`` (migration 0004): ``tasks x cpus`` in all over ``nodes``.
-    cpus: Mapped[int] = mapped_column(Integer, default=1)
-    tasks: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
-    nodes: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
-    mem_mb: Mapped[int] = mapped_column(Integer, default=0)
-    licences: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
-    time_s: Mapped[float] = mapped_column(Float, default=0.0)
-    #: The instant the user wants the job done by (``None``: no deadline); ``user_class``: gold,
-    #: silver or regular. Both feed the ``pasquali`` claim policy (migration 0002).
-    deadline_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    user_class: Mapped[str] = mapped_column(String(16), default="regular", server_default="regular")
-    #: Named numbers for the user's run-time formula of the job's kind (``{"n": 1000}``; migration 0003).
-    params: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
-    state: Mapped[str] = mapped_column(String(16), default="queued")
-    pending_deps: Mapped[int] = mapped_column(Integer, default=0)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
-    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    reason: Mapped[str] = mapped_column(Text, default="")
-    submit_at: Mapped[float] = mapped_column(Float)
-    start_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    end_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    site: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    placeholder_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
-    stdout_path: Mapped[str | None] = mapped_column(Text, nullable=True)
-    stderr_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+#: The append-only event log: every state change of a job or placeholder, in order.
+EVENTS = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("job_id", Integer, nullable=True, index=True),
+    Column("placeholder_id", String(100), nullable=True),
+    Column("site", String(100), nullable=True),
+    Column("detail", Text, nullable=False, default=""),
+)
 
-    __table_args__ = (
-        Index("ix_jobs_ready", "state", "pending_deps", "id"),
-        Index("ix_jobs_placeholder", "placeholder_id", "state"),
-        Index("ix_jobs_owner_state", "owner", "state"),
-        UniqueConstraint("owner", "name", name="uq_jobs_owner_name"),
-    )
-
-
-class DependencyRow(Base):
-    """``job_id`` runs only after ``after_id`` ended as ``kind`` asks (``sbatch --dependency``'s types):
-    ``ok`` (done), ``any`` (ended in any way), ``notok`` (failed, cancelled or dependency failed)."""
-
-    __tablename__ = "dependencies"
-
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
-    after_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(8), default="ok", server_default="ok")
-
-    __table_args__ = (Index("ix_dependencies_after", "after_id"),)
-
-
-class SiteRow(Base):
-    """A site as last configured by the site manager (``licences``: ``{name: count}`` it offers)."""
-
-    __tablename__ = "sites"
-
-    name: Mapped[str] = mapped_column(String(100), primary_key=True)
-    adapter: Mapped[str] = mapped_column(String(32))
-    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    licences: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
-    target: Mapped[int] = mapped_column(Integer, default=1)
-    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
-
-
-class LicenceRow(Base):
-    """A global licence: at most ``copies`` held at once by the jobs of ALL sites (migration 0003).
-
-    How it combines with a site's own ``licences``: :func:`metasched.model.licence.free_copies`.
-    A claim that may hand out a licence locks these rows (``FOR UPDATE`` on PostgreSQL) first.
-    """
-
-    __tablename__ = "licences"
-
-    name: Mapped[str] = mapped_column(String(100), primary_key=True)
-    copies: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
-
-
-class FormulaRow(Base):
-    """The user's run-time formula of a job kind (seconds, from the job's ``params``; migration 0003).
-
-    ``site`` is ``""`` for every site, else the one site it is for (preferred there). Preferred over
-    learned estimates wherever it can be evaluated (:mod:`metasched.model.formula`).
-    """
-
-    __tablename__ = "formulas"
-
-    kind: Mapped[str] = mapped_column(String(200), primary_key=True)
-    site: Mapped[str] = mapped_column(String(100), primary_key=True, default="")
-    expression: Mapped[str] = mapped_column(Text)
-    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
-
-
-class PlaceholderRow(Base):
-    """A placeholder: what we submitted into a site's batch system (``batch_id`` is its id there)."""
-
-    __tablename__ = "placeholders"
-
-    id: Mapped[str] = mapped_column(String(100), primary_key=True)
-    site: Mapped[str] = mapped_column(String(100), index=True)
-    batch_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    state: Mapped[str] = mapped_column(String(16), default="submitted")
-    submitted_at: Mapped[float] = mapped_column(Float)
-    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    last_seen_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    wait_s: Mapped[float | None] = mapped_column(Float, nullable=True)
-    decision: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    host: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    jobs_run: Mapped[int] = mapped_column(Integer, default=0)
-
-
-class EventRow(Base):
-    """The append-only event log: every state change of a job or placeholder, in order."""
-
-    __tablename__ = "events"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[float] = mapped_column(Float)
-    kind: Mapped[str] = mapped_column(String(32))
-    job_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
-    placeholder_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    site: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    detail: Mapped[str] = mapped_column(Text, default="")
-
-
-class UserRow(Base):
-    """A user of the server (migration 0004): only the SHA-256 of their token is kept.
-
-    ``role`` is ``user`` (sees and acts on their own jobs) or ``admin`` (sees and acts on all)."""
-
-    __tablename__ = "users"
-
-    name: Mapped[str] = mapped_column(String(100), primary_key=True)
-    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    role: Mapped[str] = mapped_column(String(16), default="user")
-    created_at: Mapped[float] = mapped_column(Float)
+#: A user of the server (migration 0005): only the SHA-256 of their token is kept. ``role`` is ``user`` (sees
+#: and acts on their own jobs) or ``admin`` (sees and acts on all).
+USERS = Table(
+    "users",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("role", String(16), nullable=False, default="user"),
+    Column("created_at", Float, nullable=False),
+)

@@ -34,12 +34,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     Connection,
     Engine,
-    Table,
     Text,
     create_engine,
     event,
@@ -58,16 +57,7 @@ from metasched.model.job import Job
 from metasched.model.licence import free_copies, held
 from metasched.policy.claim import RANKING_WINDOW_JOBS, ClaimPolicy, ClaimWorld, FcfsClaim, FreeResources, SiteSlots
 from metasched.runtime.metaqueue.estimates import Estimates, job_kind
-from metasched.runtime.metaqueue.models import (
-    DependencyRow,
-    EventRow,
-    FormulaRow,
-    JobRow,
-    LicenceRow,
-    PlaceholderRow,
-    SiteRow,
-    UserRow,
-)
+from metasched.runtime.metaqueue.models import DEPS, EVENTS, FORMULAS, JOBS, LICENCES, PLACEHOLDERS, SITES, USERS
 from metasched.runtime.metaqueue.records import (
     ADMIN,
     ClaimedJob,
@@ -84,14 +74,6 @@ from metasched.runtime.metaqueue.states import BROKEN, JobState
 
 __all__ = ["ClaimResult", "ClaimedJob", "JobSpec", "Store", "StoreError", "default_url", "metasched_home"]
 
-JOBS = cast(Table, JobRow.__table__)
-DEPS = cast(Table, DependencyRow.__table__)
-EVENTS = cast(Table, EventRow.__table__)
-PLACEHOLDERS = cast(Table, PlaceholderRow.__table__)
-SITES = cast(Table, SiteRow.__table__)
-LICENCES = cast(Table, LicenceRow.__table__)
-FORMULAS = cast(Table, FormulaRow.__table__)
-USERS = cast(Table, UserRow.__table__)
 #: A user's name: letters, digits, ``.``, ``_``, ``-`` (it appears in tables and URLs).
 USER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,99}$")
 ROLES = ("user", "admin")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from alembic import context
 
-from metasched.runtime.metaqueue.models import Base
+from metasched.runtime.metaqueue.models import metadata
 
 connection = context.config.attributes["connection"]
-context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():
     context.run_migrations()
