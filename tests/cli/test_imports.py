@@ -178,3 +178,37 @@ def test_submit_and_status_load_only_the_store(tmp_path: Path) -> None:
     for mods in (modules, modules2):
         assert sorted(m for m in HEAVY if m in mods and m not in ("sqlalchemy", "alembic")) == []
         assert not any(m.startswith(("metasched.sim", "metasched.report")) for m in mods)
+
+
+def test_submit_loads_neither_the_orm_nor_rich(tmp_path: Path) -> None:
+    """The store is SQLAlchemy Core: no ``sqlalchemy.orm`` (a fifth of the start-up when the tables were ORM
+    classes); ``submit`` prints a plain line: no Rich. ``status`` draws its table with Rich, still no ORM."""
+    probe(["submit", "--", "true"], tmp_path)  # creates the database: the next calls find it current
+    code, modules, _ = probe(["submit", "--", "true"], tmp_path)
+    assert code in (0, None)
+    assert not any(m == "rich" or m.startswith(("rich.", "sqlalchemy.orm", "yaml")) for m in modules)
+    code, modules, _ = probe(["status"], tmp_path)
+    assert code in (0, None)
+    assert not any(m.startswith(("sqlalchemy.orm", "yaml")) for m in modules)
+
+
+def test_placeholder_on_fcfs_loads_no_numpy(tmp_path: Path) -> None:
+    """A placeholder with the default claim policy (fcfs) on the database starts without the policy registry,
+    which pulls NumPy and the meta-policies: it runs one job and leaves when idle."""
+    db = f"sqlite:///{tmp_path / 'p.db'}"
+    probe(["submit", "--db", db, "--", "true"], tmp_path)
+    args = ["placeholder", "--site", "s", "--db", db, "--idle-exit", "0", "--log-dir", str(tmp_path / "logs")]
+    code, modules, _ = probe(args, tmp_path)
+    assert code in (0, None)
+    assert not any(m.startswith(("numpy", "metasched.policy.meta", "metasched.policy.mapping")) for m in modules)
+    _, _, text = probe(["status", "--db", db], tmp_path)
+    assert "done=1" in text
+
+
+def test_claim_policy_fast_path_agrees_with_the_registry() -> None:
+    from metasched.cli.live import claim_policy
+    from metasched.policy.base import lookup
+    from metasched.policy.claim import REGISTRY
+    from metasched.policy.meta.registry import live_claim_key
+
+    assert type(claim_policy("fcfs")) is lookup(REGISTRY, live_claim_key("fcfs"), "claim policy")

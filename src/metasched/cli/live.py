@@ -30,7 +30,14 @@ PolicyOpt = Annotated[
 
 
 def claim_policy(key: str) -> ClaimPolicy:
-    """The registered claim policy ``key``, or a usage error listing the known ones."""
+    """The registered claim policy ``key``, or a usage error listing the known ones.
+
+    ``fcfs`` (the default, what most placeholders run) is built without the registry: that imports NumPy and
+    the meta-policies' table, a third of a placeholder's start-up (issue 34)."""
+    from metasched.policy.claim import FcfsClaim
+
+    if key == FcfsClaim.key:
+        return FcfsClaim()
     from metasched.policy.base import lookup
     from metasched.policy.claim import REGISTRY
     from metasched.policy.meta.registry import live_claim_key

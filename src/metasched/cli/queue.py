@@ -17,18 +17,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
 from metasched.cli.main import app
 from metasched.runtime.metaqueue.records import StoreError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from metasched.client import Client
     from metasched.runtime.metaqueue.store import Store
 
-console = Console()
+_console: Console | None = None
+
+
+def _out() -> Console:
+    """Rich's console, made on first use: ``submit`` and ``wait`` print plain lines and do not import Rich."""
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console()
+    return _console
+
+
 DbOpt = Annotated[str | None, typer.Option("--db", help="Database URL (sqlite:///PATH or postgresql://...).")]
 ServerOpt = Annotated[
     str | None,
@@ -218,7 +230,7 @@ def submit_workflow(
     if as_json:
         _json([j._data for j in jobs])
     else:
-        console.print(f"submitted {len(jobs)} jobs ({jobs[0].id}..{jobs[-1].id})" if jobs else "empty workflow")
+        _out().print(f"submitted {len(jobs)} jobs ({jobs[0].id}..{jobs[-1].id})" if jobs else "empty workflow")
 
 
 def _fmt_t(t: float | None) -> str:
@@ -251,6 +263,8 @@ def _table(rows: list[dict[str, Any]], limit: int, down: dict[str, str]) -> Tabl
     # ready: queued with every dependency met (what a placeholder could claim now)
     counts["ready"] = sum(1 for r in rows if r["state"] == "queued" and not r["reason"].startswith("waiting on"))
     summary = "  ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    from rich.table import Table
+
     table = Table(title=f"metaqueue  {summary}", title_justify="left")
     owners = len({r["owner"] for r in rows}) > 1
     cols = ["id", "name", *(["owner"] if owners else []), "state", "cpus", "time", "site", "attempts", "exit"]
@@ -331,9 +345,11 @@ def status(
         _json(rows)
         return
     if not watch:
-        console.print(_table(rows, limit, _down_sites(client)))
+        _out().print(_table(rows, limit, _down_sites(client)))
         return
-    with Live(_table(rows, limit, _down_sites(client)), console=console, refresh_per_second=4) as live:
+    from rich.live import Live
+
+    with Live(_table(rows, limit, _down_sites(client)), console=_out(), refresh_per_second=4) as live:
         try:
             while True:
                 time.sleep(interval)
@@ -426,7 +442,7 @@ def cancel(
         done = client._backend.cancel(jobs)
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"cancelled {len(done)} job(s): {', '.join(map(str, done))}")
+    _out().print(f"cancelled {len(done)} job(s): {', '.join(map(str, done))}")
 
 
 @app.command()
@@ -439,7 +455,7 @@ def retry(
         done = client._backend.retry(jobs)
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"requeued {len(done)} job(s): {', '.join(map(str, done))}")
+    _out().print(f"requeued {len(done)} job(s): {', '.join(map(str, done))}")
 
 
 @app.command()

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from metasched.cli.queue import DbOpt, _fail, _open, console
+from metasched.cli.queue import DbOpt, _fail, _open, _out
 from metasched.runtime.metaqueue.records import StoreError
 
 app = typer.Typer(help="Users of the server and their tokens: add (prints the token once), list, remove.")
@@ -47,7 +47,7 @@ def list_users(db: DbOpt = None) -> None:
     for u in store.users():
         jobs = "  ".join(f"{k}={v}" for k, v in sorted(u["jobs"].items()))
         table.add_row(u["name"], u["role"], datetime.fromtimestamp(u["created_at"]).strftime("%Y-%m-%d %H:%M"), jobs)
-    console.print(table)
+    _out().print(table)
 
 
 @app.command()
