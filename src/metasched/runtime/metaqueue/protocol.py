@@ -258,6 +258,10 @@ class HttpTransport(Transport):
         self.timeout_s = timeout_s
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         self.conn: http.client.HTTPConnection | None = None
+        #: The server's change counter as its last ``/v1/wait`` answered (None: ask for it), and whether the
+        #: server has that route.
+        self._wait_version: int | None = None
+        self._wait_route = True
 
     def _connection(self) -> http.client.HTTPConnection:
         if self.conn is None:
@@ -310,6 +314,24 @@ class HttpTransport(Transport):
             body["fenced"] = [[j, a] for j, a in fenced]
         out = self._post("/v1/heartbeat", body)
         return {int(k): int(v) for k, v in out["held"].items()}
+
+    def wait_for_work(self, timeout_s: float) -> None:
+        """The server's long poll (``/v1/wait``): back as soon as the metaqueue changes, not after a sleep.
+
+        Held at most ``timeout_s`` and under this transport's time-out; a server without the route (older), or
+        one that cannot be reached, makes this a plain sleep (the agent's claim then reports the trouble)."""
+        end = time.monotonic() + timeout_s
+        hold = min(timeout_s, self.timeout_s - 1.0)
+        if self._wait_route and hold > 0.01:
+            try:
+                out = self._post("/v1/wait", {"since": self._wait_version, "timeout_s": round(hold, 3)})
+                self._wait_version = int(out["version"])
+                return
+            except Refused:
+                self._wait_route = False
+            except (ConnectionError, ServerError, KeyError, TypeError, ValueError):
+                pass
+        time.sleep(max(0.0, end - time.monotonic()))
 
     def bound(self, timeout_s: float) -> None:
         self.timeout_s = min(self.timeout_s, timeout_s)

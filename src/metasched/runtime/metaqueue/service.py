@@ -188,6 +188,90 @@ class Bye(Body):
     state: Literal["done", "expired", "failed"] = "done"
 
 
+#: Longest a ``/v1/wait`` long poll is held (s); the placeholder asks for less (its pause, under its time-out).
+MAX_WAIT_S = 30.0
+
+
+class WaitRequest(Body):
+    since: int | None = Field(
+        None, ge=0, le=2**62, description="the version the last wait answered; None: answer the current one at once"
+    )
+    timeout_s: float = Field(1.0, ge=0.0, le=MAX_WAIT_S, description="longest wait (s)")
+
+
+class WaitResponse(BaseModel):
+    version: int = Field(description="the server's change counter: pass it as since in the next wait")
+    changed: bool = Field(description="whether the metaqueue changed since ``since`` (False: the time ran out)")
+
+
+class ChangeFeed:
+    """Wakes the placeholders long-polling ``/v1/wait`` when the metaqueue changes (issue 34).
+
+    One thread watches the database as :meth:`Store.wait_for_change` does (SQLite's ``data_version``, every
+    commit of any connection, this server's included; PostgreSQL's ``NOTIFY``, sent by each transaction that may
+    make work ready) and, while some placeholder waits, bumps :attr:`version` on each change and wakes the
+    waiters on the event loop. Invariant: a wait with ``since`` equal to the current version returns only after
+    the version moved past it or its time ran out; a change between a placeholder's last claim and its next wait
+    moved the version past what its previous wait answered, so that wait returns at once (nothing is missed).
+    The watcher runs only while someone waits: an idle server polls nothing.
+    """
+
+    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
+        self.version = 1
+        self._loop = loop
+        self._event = asyncio.Event()
+        self._waiters = 0
+        self._wanted = threading.Event()
+        self._stop = threading.Event()
+        self._watch = store.watcher()
+        self._thread = threading.Thread(target=self._watch_loop, name="change-feed", daemon=True)
+        self._thread.start()
+
+    def _watch_loop(self) -> None:
+        try:  # the first wait only starts listening (PostgreSQL) / takes the version (SQLite): not a change
+            self._watch.wait_for_change(0)
+        except Exception:
+            log.exception("change feed: watching the database failed")
+        while not self._stop.is_set():
+            if not self._wanted.wait(0.5):
+                continue
+            try:
+                changed = self._watch.wait_for_change(0.25)
+            except Exception:  # the database hiccuped: waiters time out and poll; try again shortly
+                log.exception("change feed: watching the database failed")
+                self._stop.wait(0.5)
+                continue
+            if changed and not self._stop.is_set():
+                self._loop.call_soon_threadsafe(self._bump)
+
+    def _bump(self) -> None:
+        self.version += 1
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+    async def wait(self, since: int | None, timeout_s: float) -> tuple[int, bool]:
+        if since is None or since != self.version:
+            return self.version, since is not None
+        event = self._event
+        self._waiters += 1
+        self._wanted.set()
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters -= 1
+            if self._waiters == 0:
+                self._wanted.clear()
+        return self.version, self.version != since
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wanted.set()
+        self._thread.join(timeout=5)
+        self._watch.close_watch()
+
+
 class GroupCommit:
     """The claim path's database worker(s): requests queue here and are run many per transaction.
 
@@ -452,6 +536,7 @@ def create_app(
     every = expire_every_s if expire_every_s is not None else max(0.2, store.lease_s / 4)
     stop = threading.Event()
     commits: GroupCommit | None = None
+    feed: ChangeFeed | None = None
 
     def expire_loop() -> None:
         while not stop.wait(every):
@@ -473,15 +558,19 @@ def create_app(
         t = threading.Thread(target=expire_loop, name="lease-expiry", daemon=True)
         t.start()
         commits = GroupCommit(store)
+        nonlocal feed
+        feed = ChangeFeed(store, asyncio.get_running_loop())
         yield
         stop.set()
         commits.close()
+        feed.close()
 
     app = FastAPI(
         title="metasched metaqueue",
         version="1",
         description="Users: submit, list, show, cancel, retry, wait, logs under /v1/jobs (a user's or the admin's "
-        "token). Placeholders: hello, claim (job | wait | exit), heartbeat, complete, bye (the site/agent token).",
+        "token). Placeholders: hello, claim (job | wait | exit), wait (long poll while idle), heartbeat, complete, bye "
+        "(the site/agent token).",
         lifespan=lifespan,
     )
     expected = (agent_token or token).encode()
@@ -615,6 +704,21 @@ def create_app(
     # this answers them first, without Starlette's routing and middleware stack.
     app.add_middleware(HotRoutes, routes={"/v1/claim": claim_call, "/v1/complete": complete_call}, token=expected)
     app.add_middleware(BodyLimit)  # added last: outermost, so it bounds every route, the hot ones too
+
+    @app.post("/v1/wait", dependencies=deps, response_model=WaitResponse, openapi_extra=_body(WaitRequest))
+    async def wait(request: Request) -> Response:
+        """Long poll of an idle placeholder: answers as soon as the metaqueue changes after ``since`` (a job
+        submitted, one ended...), else after ``timeout_s`` (at most 30 s). Then claim again."""
+        try:
+            req = WaitRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            code, out = _invalid(exc)
+            return Response(out, status_code=code, media_type="application/json")
+        if feed is None:  # app used without its lifespan: nothing watches, answer "maybe changed"
+            version, changed = (req.since or 0) + 1, True
+        else:
+            version, changed = await feed.wait(req.since, req.timeout_s)
+        return Response(json.dumps({"version": version, "changed": changed}).encode(), media_type="application/json")
 
     def bye(req: Bye) -> dict[str, bool]:
         """The placeholder is leaving (``done``, ``expired`` when its wall time is used up, or ``failed``)."""

@@ -272,15 +272,25 @@ class Store:
         return cls(engine, **kwargs)
 
     def close(self) -> None:
+        self.close_watch()
+        self.engine.dispose()
+
+    def close_watch(self) -> None:
+        """Close the connection :meth:`wait_for_change` watches with (the engine stays open)."""
         if self._watch is not None:
             self._watch.close()
             self._watch = None
         if self._listen is not None:
             self._listen.close()
             self._listen = None
-        self.engine.dispose()
 
-    def wait_for_change(self, timeout_s: float, poll_s: float = 0.002) -> None:
+    def watcher(self) -> Store:
+        """A store on the same engine whose :meth:`wait_for_change` state is its own: one thread can watch
+        while the others claim (a claim takes the SQLite watch version, which would hide a change from a watcher
+        sharing it). Close it with :meth:`close_watch`, not :meth:`close`."""
+        return Store(self.engine, policy=self.policy, lease_s=self.lease_s, estimates=self._estimates)
+
+    def wait_for_change(self, timeout_s: float, poll_s: float = 0.002) -> bool:
         """Block up to ``timeout_s`` until another connection commits to the database (then return at once).
 
         On SQLite this polls ``PRAGMA data_version`` (a read of shared memory, no lock, ~10 us) every
@@ -292,14 +302,15 @@ class Store:
         ready or end it, see :meth:`_notify`) on a connection of its own that keeps LISTENing between calls, so a
         notification sent while the caller was busy is buffered and ends the next wait at once. The first call
         only starts listening and returns (a notification sent before it cannot have been heard).
+
+        Returns whether something may have changed (``False``: the time ran out with nothing seen).
         """
         if self.is_postgres:
-            self._wait_notify(timeout_s)
-            return
+            return self._wait_notify(timeout_s)
         path = self.engine.url.database
         if not path or path == ":memory:":
             time.sleep(timeout_s)
-            return
+            return True
         if self._watch is None:
             self._watch = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._watch_version = self._data_version()
@@ -308,28 +319,30 @@ class Store:
             version = self._data_version()
             if version != self._watch_version:
                 self._watch_version = version
-                return
+                return True
             left = end - time.monotonic()
             if left <= 0:
-                return
+                return False
             time.sleep(min(poll_s, left))
 
-    def _wait_notify(self, timeout_s: float) -> None:
+    def _wait_notify(self, timeout_s: float) -> bool:
         if self._listen is None:
             import psycopg
 
             url = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
             self._listen = psycopg.connect(url, autocommit=True)
             self._listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            return
+            return True
         try:
             heard = next(iter(self._listen.notifies(timeout=max(timeout_s, 0.0), stop_after=1)), None)
             if heard is not None:  # the others queued up behind it tell nothing more
                 for _ in self._listen.notifies(timeout=0):
                     pass
+            return heard is not None
         except Exception:  # the connection broke (server restart): listen anew at the next wait
             self._listen.close()
             self._listen = None
+            return True
 
     def _notify(self, conn: Connection) -> None:
         """Wake the waiters of :meth:`wait_for_change` on PostgreSQL when ``conn`` commits (SQLite's waiters see
