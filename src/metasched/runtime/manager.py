@@ -63,6 +63,7 @@ import time
 import tomllib
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -463,6 +464,9 @@ class SiteManager:
             self.sites.append(_Site(cfg, adapter, throttle, target, runner))
             store.upsert_site(cfg.name, cfg.adapter, self._site_info(self.sites[-1]), cfg.licences)
             store.set_site_target(cfg.name, target)
+        #: One thread per site for its rounds (see :meth:`tick`), and the round of each site still running.
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.sites)), thread_name_prefix="site-round")
+        self._rounds: dict[str, Future[None]] = {}
 
     def placeholder_command(self, cfg: SiteConfig, placeholder_id: str) -> list[str]:
         python = cfg.python or ("python3" if cfg.is_remote else self.python)
@@ -521,8 +525,16 @@ class SiteManager:
         env.update(cfg.env)
         return env
 
-    def tick(self, now: float | None = None) -> None:
-        """One round over every site (a failing site is logged and skipped)."""
+    def tick(self, now: float | None = None, *, wait_s: float | None = None) -> None:
+        """One round over every site (a failing site is logged and skipped).
+
+        Sites are independent: each site's round runs on a thread of its own, so a batch command that hangs
+        (a controller that accepts and never answers, until the site's ``command_timeout``) holds only its site.
+        ``wait_s``: how long to wait for the rounds started here (``None``: until they end). A site whose round
+        from an earlier tick still runs gets none this time (never two rounds of one site at once: its
+        back-off, down state and throttle are its round's alone). An error that is not the site's (a bug, the
+        database) is raised here, from this tick or, for a round that outlived its tick, the next one.
+        """
         now = time.time() if now is None else now
         self.locks.check()
         try:
@@ -531,20 +543,48 @@ class SiteManager:
             log.exception("lease expiry failed")
         counts = self.store.counts()
         ready = counts.get("ready", 0)
+        started: list[Future[None]] = []
         for site in self.sites:
+            running = self._rounds.get(site.cfg.name)
+            if running is not None:
+                if not running.done():
+                    log.debug("site %s: its last round still runs, none this time", site.cfg.name)
+                    continue
+                del self._rounds[site.cfg.name]
+                running.result()  # (raises what the round raised)
             if now < site.next_try_at:
                 continue  # backing off after failures: no batch command this round
-            ok_before = site.adapter.ok_commands
-            try:
-                self._reach(site)
-                self._tick_site(site, now, ready)
-            except (BatchError, CommandError) as exc:
-                self._failed(site, exc, now)
-            else:
-                # A round that ran no batch command proves nothing: a down site stays down until one succeeds
-                # (an SSH site's reached master is proof enough).
-                if site.adapter.ok_commands > ok_before or isinstance(site.runner, SshRunner):
-                    self._succeeded(site)
+            if len(self.sites) == 1:
+                self._round(site, now, ready)  # nothing to hold up: no thread
+                continue
+            fut = self._pool.submit(self._round, site, now, ready)
+            self._rounds[site.cfg.name] = fut
+            started.append(fut)
+        if started:
+            wait(started, timeout=wait_s)
+        for name, done in [(n, f) for n, f in self._rounds.items() if f.done()]:
+            del self._rounds[name]
+            done.result()
+
+    def _round(self, site: _Site, now: float, ready: int) -> None:
+        ok_before = site.adapter.ok_commands
+        try:
+            self._reach(site)
+            self._tick_site(site, now, ready)
+        except (BatchError, CommandError) as exc:
+            self._failed(site, exc, now)
+        else:
+            # A round that ran no batch command proves nothing: a down site stays down until one succeeds
+            # (an SSH site's reached master is proof enough).
+            if site.adapter.ok_commands > ok_before or isinstance(site.runner, SshRunner):
+                self._succeeded(site)
+
+    def wait_rounds(self, timeout_s: float | None = None) -> bool:
+        """Wait for the sites' rounds still running (``timeout_s``; ``None``: their end); whether none is left."""
+        pending = [f for f in self._rounds.values() if not f.done()]
+        if pending:
+            wait(pending, timeout=timeout_s)
+        return all(f.done() for f in self._rounds.values())
 
     def _failed(self, site: _Site, exc: Exception, now: float) -> None:
         """Count a failed round, schedule the next try, and mark the site down once failures repeat."""
@@ -626,7 +666,9 @@ class SiteManager:
         return out
 
     def close(self) -> None:
-        """Stop the SSH master connections and let another manager take these sites."""
+        """Stop the SSH master connections and let another manager take these sites. A round still running
+        (a hung batch command) is not waited for: it ends at its command's time-out."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
         for site in self.sites:
             site.runner.close()
         self.locks.release()
@@ -736,8 +778,6 @@ class SiteManager:
 
         if len(specs) <= 1 or not isinstance(site.runner, SshRunner):
             return [one(spec) for spec in specs]
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=min(self.SUBMIT_PARALLEL, len(specs))) as pool:
             return list(pool.map(one, specs))
 
@@ -757,7 +797,9 @@ class SiteManager:
         return f"{counts['queued']} job(s) queued but every site is down ({down})"
 
     def shutdown(self) -> None:
-        """Cancel every active placeholder we know of."""
+        """Cancel every active placeholder we know of (after the sites' rounds still running, so none submits
+        a placeholder behind this; a site's round ends at the latest at its command time-out)."""
+        self.wait_rounds(max((s.cfg.command_timeout_s for s in self.sites), default=0.0) * 2 + 5)
         for site in self.sites:
             active = self.store.placeholders(site.cfg.name, active_only=True)
             try:
@@ -798,7 +840,7 @@ class SiteManager:
         t0 = time.time()
         try:
             while True:
-                self.tick()
+                self.tick(wait_s=interval_s)  # a site still busy after that goes on alone; the others carry on
                 if on_round is not None:
                     on_round(self)
                 if until_idle and self.is_idle():
