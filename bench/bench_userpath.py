@@ -4,7 +4,8 @@
 
 Rows (one sitting; on a shared machine compare ratios, not absolute figures):
 
-* start-up: wall and CPU of ``metasched --help``, ``metasched status``, ``metasched submit -- true`` against
+* start-up: wall and CPU of ``metasched --help``, ``metasched status``, ``metasched submit -- true`` and a
+  placeholder that starts, finds nothing and leaves, against
   ``python -c "import typer"`` (median of ``--reps``, interleaved);
 * warm: 2 standing placeholders (``--linger``, SQLite), jobs submitted from Python: N no-op jobs (jobs/s from
   the submission to the last job's end, CPU ms per job of every process involved), the 1,024-job lattice;
@@ -68,11 +69,18 @@ def run(cmd: list[str], env: dict[str, str], timeout: float = 600) -> tuple[floa
 def startup(home: Path, reps: int) -> dict[str, dict[str, float]]:
     env = {**ENV, "METASCHED_HOME": str(home)}
     subprocess.run([*METASCHED, "submit", "--", "true"], env=env, check=True, stdout=subprocess.DEVNULL)
+    Store.open(f"sqlite:///{home / 'idle.db'}").close()  # (migrated here, not in the first placeholder's time)
     cmds = {
         'python -c "import typer"': [sys.executable, "-c", "import typer"],
         "metasched --help": [*METASCHED, "--help"],
         "metasched status": [*METASCHED, "status"],
         "metasched submit -- true": [*METASCHED, "submit", "--", "true"],
+        # a placeholder's own start and leave, nothing to run (what `sites run` pays per placeholder)
+        "metasched placeholder (start, idle, leave)": [
+            *METASCHED,
+            *("placeholder", "--site", "local", "--idle-exit", "0", "--log-dir", str(home / "logs")),
+            *("--db", f"sqlite:///{home / 'idle.db'}"),
+        ],
     }
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     for _ in range(reps):
@@ -264,13 +272,19 @@ def main() -> None:
     parser.add_argument("--peer-jobs", type=int, help="N for the peers (default: --jobs).")
     parser.add_argument("--peers", help="Python of a venv holding the peers (parsl, dask[distributed], hyperqueue).")
     parser.add_argument("--skip", default="", help="Comma-separated: startup,warm,user,floor,idle,peers.")
+    parser.add_argument(
+        "--src", type=Path, help="Measure the metasched at SRC (a checkout's src/; default: this one's), e.g. main's."
+    )
     args = parser.parse_args()
+    if args.src is not None:
+        ENV["PYTHONPATH"] = str(args.src.resolve())
     skip = set(args.skip.split(","))
     n = args.jobs
     res: dict[str, Any] = {
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "jobs": n,
+        "src": ENV["PYTHONPATH"],
     }
     noop = [JobSpec("true") for _ in range(n)]
     lat = lattice(32, "true")
@@ -305,7 +319,7 @@ def main() -> None:
 
 def report(res: dict[str, Any]) -> None:
     n = res["jobs"]
-    print(f"machine: {res['machine']}; {res['date']}; N = {n} no-op jobs, lattice = 1,024 jobs\n")
+    print(f"machine: {res['machine']}; {res['date']}; N = {n} no-op jobs, lattice = 1,024 jobs; {res['src']}\n")
     if "startup" in res:
         base = res["startup"]['python -c "import typer"']["wall_s"]
         print("| command | wall ms | CPU ms | wall / `import typer` |\n| --- | --- | --- | --- |")
