@@ -250,7 +250,8 @@ def test_cli_time_unit_study_and_replot_errors(tmp_path: Path) -> None:
     assert bad_unit.exit_code == 2 and "hours" in bad_unit.output and "Traceback" not in bad_unit.output
     bad_study = CliRunner().invoke(app, [*base, "--study", "cancel"])
     assert bad_study.exit_code == 2 and "time-unit" in bad_study.output
-    nothing = CliRunner().invoke(app, [*base, "--replot"])
+    # A wide terminal: the message names a long temporary path, which an 80-column error box would fold.
+    nothing = CliRunner().invoke(app, [*base, "--replot"], env={"COLUMNS": "1000", "TERMINAL_WIDTH": "1000"})
     assert nothing.exit_code == 2 and "run.json" in nothing.output
     ok = CliRunner().invoke(
         app, [*base, "--ta", "0", "--ta", "5", "--case", "ms", "--workers", "1", "--study", "time-unit"]
