@@ -45,6 +45,9 @@ def _swf(path: Path, n: int = 60) -> Path:
     return path
 
 
+# Long: in a fresh install its worker processes compile the multi-site event loop (numba, cached on disk
+# afterwards): about a minute of CPU each, several on a loaded CI machine.
+@pytest.mark.timeout(1200)
 def test_simulate_sites_writes_every_output_and_compares(tmp_path: Path) -> None:
     (tmp_path / "sites.toml").write_text(SITES)
     trace = _swf(tmp_path / "t.swf")
@@ -57,7 +60,7 @@ def test_simulate_sites_writes_every_output_and_compares(tmp_path: Path) -> None
             "--trace", str(trace), "--out", str(out),
             "--policy", "least-load", "--policy", "completion-time:k=2,choice=completion", "--workers", "2",
         ],
-        capture_output=True, text=True, timeout=240, env={**os.environ, "COLUMNS": "200"},
+        capture_output=True, text=True, timeout=1100, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
     output = res.stdout + res.stderr
     assert res.returncode == 0, output
