@@ -245,13 +245,14 @@ def test_offered_load_and_makespan_hand_worked() -> None:
 
 
 def test_cli_time_unit_study_and_replot_errors(tmp_path: Path) -> None:
+    # A wide terminal: the messages name a long temporary path, which an 80-column error box would fold.
+    wide = {"COLUMNS": "1000", "TERMINAL_WIDTH": "1000"}
     base = ["experiment", "pasquali2010", "--out", str(tmp_path), "--repetitions", "1", "--jobs", "30"]
     bad_unit = CliRunner().invoke(app, [*base, "--time-unit", "hours"])
     assert bad_unit.exit_code == 2 and "hours" in bad_unit.output and "Traceback" not in bad_unit.output
     bad_study = CliRunner().invoke(app, [*base, "--study", "cancel"])
     assert bad_study.exit_code == 2 and "time-unit" in bad_study.output
-    # A wide terminal: the message names a long temporary path, which an 80-column error box would fold.
-    nothing = CliRunner().invoke(app, [*base, "--replot"], env={"COLUMNS": "1000", "TERMINAL_WIDTH": "1000"})
+    nothing = CliRunner().invoke(app, [*base, "--replot"], env=wide)
     assert nothing.exit_code == 2 and "run.json" in nothing.output
     ok = CliRunner().invoke(
         app, [*base, "--ta", "0", "--ta", "5", "--case", "ms", "--workers", "1", "--study", "time-unit"]
@@ -259,7 +260,7 @@ def test_cli_time_unit_study_and_replot_errors(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "study_time_unit.png").is_file() and "minutes" in (tmp_path / "summary.md").read_text()
     (tmp_path / "timing.csv").write_text("ta,case\n1,ms\n")
-    broken = CliRunner().invoke(app, [*base, "--replot"])
+    broken = CliRunner().invoke(app, [*base, "--replot"], env=wide)
     assert broken.exit_code == 2 and "timing.csv" in broken.output
 
 
