@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -331,9 +330,11 @@ def test_mpi_job_of_two_ranks_on_slurm(tmp_path: Path, monkeypatch: pytest.Monke
     )
     jobs = _run_sites(tmp_path, mpi_cfg, [JobSpec(str(exe), name="mpi", tasks=2)], monkeypatch)
     _assert_two_ranks(jobs[0])
-    shutil.rmtree(tmp_path / "home", ignore_errors=True)
-    (tmp_path / "q.db").unlink()
-    jobs = _run_sites(tmp_path, cfg, [JobSpec('echo "task $SLURM_PROCID"', name="srun", tasks=2)], monkeypatch)
+    # A database of its own: deleting the first one's file would leave its -wal/-shm (and the first run's
+    # placeholder may still be leaving Slurm), which SQLite then reads as a "disk I/O error".
+    second = tmp_path / "srun"
+    second.mkdir()
+    jobs = _run_sites(second, cfg, [JobSpec('echo "task $SLURM_PROCID"', name="srun", tasks=2)], monkeypatch)
     out = _out(jobs[0])
     assert jobs[0]["state"] == "done", out
     assert sorted(line for line in out.splitlines() if line.startswith("task ")) == ["task 0", "task 1"], out
