@@ -20,6 +20,11 @@ settings.register_profile("suite", deadline=None, suppress_health_check=[HealthC
 settings.register_profile("dev", parent=settings.get_profile("suite"), max_examples=20)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
+# The suite's ``metasched`` subprocesses run in their own process (the command server of
+# ``metasched.cli.launch`` would start one per test environment and outlive the test);
+# tests/cli/test_cmdserver.py runs the same commands through a server and compares.
+os.environ["METASCHED_CMDSERVER"] = "0"
+
 _LIVE_PREFIXES = ("tests/runtime/",)
 _live_skips: list[str] = []
 

@@ -12,7 +12,9 @@ For notebooks (:mod:`metasched.api`, loaded on first use so ``import metasched``
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (not imported at run time: ``import metasched`` is on every command's start-up path)
+    from typing import Any
 
 __version__ = "0.1.0"
 

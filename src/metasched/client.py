@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from metasched.runtime.metaqueue.records import NotFound, StoreError
+from metasched.runtime.metaqueue.records import JobSpec, NotFound, StoreError
 
 __all__ = ["Client", "Error", "Job", "JobArray", "NotFound"]
 
@@ -247,15 +247,16 @@ class Client:
         jobs = self._fetch(ids)
         return JobArray(self, jobs) if (array is not None or each_line is not None) else jobs[0]
 
-    def submit_workflow(self, path_or_list: str | Path | Sequence[dict[str, Any]]) -> list[Job]:
-        """Submit a workflow (all or nothing): a YAML/Trellis file, or a list of job mappings as in the file."""
+    def submit_workflow(self, path_or_list: str | Path | Sequence[dict[str, Any] | JobSpec]) -> list[Job]:
+        """Submit a workflow (all or nothing): a YAML/Trellis file, or a list of job mappings as in the
+        file (or of :class:`~metasched.runtime.metaqueue.records.JobSpec`, as ``read_workflow`` returns)."""
         if isinstance(path_or_list, str | Path):
             from metasched.runtime.metaqueue.workflow import read_workflow
 
             specs = read_workflow(path_or_list, default_cwd=os.getcwd())
             entries = [_entry(s) for s in specs]
         else:
-            entries = [dict(e) for e in path_or_list]
+            entries = [_entry(e) if isinstance(e, JobSpec) else dict(e) for e in path_or_list]
             for e in entries:
                 e.setdefault("cwd", os.getcwd())
         return self._fetch(self._backend.submit({"jobs": entries}))

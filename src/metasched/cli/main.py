@@ -147,15 +147,17 @@ class LazyGroup(TyperGroup):
         self._listing = False
 
     def list_commands(self, ctx: Any) -> list[str]:
+        # The registry's order, whichever commands this process has loaded already (the command server
+        # of metasched.cli.launch has loaded some): ``--help`` reads the same everywhere.
         names = super().list_commands(ctx)
-        return names + [n for n in self.lazy if n not in names]
+        return [n for n in names if n not in self.lazy] + list(self.lazy)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self._listing and cmd_name in self.lazy:
+            return TyperCommand(name=cmd_name, help=self.lazy[cmd_name][1])
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None or cmd_name not in self.lazy:
             return cmd
-        if self._listing:
-            return TyperCommand(name=cmd_name, help=self.lazy[cmd_name][1])
         cmd = self.load(cmd_name)
         self.add_command(cmd, cmd_name)
         return cmd

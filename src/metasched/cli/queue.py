@@ -222,9 +222,10 @@ def submit_workflow(
     try:
         from metasched.runtime.metaqueue.workflow import read_workflow
 
-        read_workflow(file, default_cwd=os.getcwd())  # refused here, naming the file's line, before connecting
+        # Read once (refused here, naming the file's line, before connecting; a pipe is read only once).
+        specs = read_workflow(file, default_cwd=os.getcwd())
         client = _client(db, server)
-        jobs = client.submit_workflow(file)
+        jobs = client.submit_workflow(specs)
     except StoreError as exc:
         raise _fail(str(exc)) from None
     if as_json:
