@@ -270,3 +270,12 @@ def test_an_idle_server_leaves(env: dict[str, str]) -> None:
 )
 def test_which_commands_go_to_the_server(argv: list[str], extra_env: dict[str, str], expected: bool) -> None:
     assert launch.enabled(argv, extra_env) is expected
+
+
+def test_the_client_side_loads_no_framework() -> None:
+    """What a served command costs is one Python start plus this module: no Typer, Click, Rich, Pydantic or
+    SQLAlchemy on the client side (they are loaded once, in the server)."""
+    code = "import sys, metasched.cli.launch; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = {m.split(".")[0] for m in out.stdout.split()}
+    assert loaded.isdisjoint({"typer", "click", "rich", "pydantic", "sqlalchemy", "yaml", "numpy", "typing"})
