@@ -279,3 +279,32 @@ def test_the_client_side_loads_no_framework() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = {m.split(".")[0] for m in out.stdout.split()}
     assert loaded.isdisjoint({"typer", "click", "rich", "pydantic", "sqlalchemy", "yaml", "numpy", "typing"})
+
+
+def test_the_server_holds_no_pipe_of_the_command_that_started_it(env: dict[str, str]) -> None:
+    """A CI step that waits for EOF on a pipe its command inherited must not wait for the server (it
+    outlives the command by its idle time): the server keeps none of the first client's descriptors."""
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        first = subprocess.run(
+            [*METASCHED, "version"], env=env, pass_fds=(write_end,), capture_output=True, timeout=120
+        )
+        assert first.returncode == 0
+        os.close(write_end)
+        run_dir = Path(env["XDG_RUNTIME_DIR"])
+        assert _wait_for(lambda: bool(_server_pids(run_dir)))
+        assert run(env, "version", mode="require").returncode == 0 or _wait_for(
+            lambda: run(env, "version", mode="require").returncode == 0
+        )
+        os.set_blocking(read_end, False)
+        assert _wait_for(lambda: _eof(read_end), 30)  # (every writer closed: the server holds none)
+    finally:
+        os.close(read_end)
+
+
+def _eof(fd: int) -> bool:
+    try:
+        return os.read(fd, 1) == b""
+    except BlockingIOError:
+        return False

@@ -128,6 +128,9 @@ def _changed(state: dict[str, int]) -> bool:
 
 
 def serve(path: str) -> None:
+    # Nothing of the first client's but its environment: no inherited descriptor (a pipe a build tool or CI
+    # waits on must not stay open for the server's lifetime), no directory, no terminal (a new session).
+    os.closerange(3, max(3, os.sysconf("SC_OPEN_MAX")))
     if sys.path and sys.path[0] in ("", os.getcwd()):  # (the directory it was started in: not ours)
         del sys.path[0]
     os.chdir("/")
