@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.runtime.procs import alive
 
 from metasched.cli import launch
 
@@ -34,18 +35,6 @@ def _server_pids(run_dir: Path) -> list[int]:
         with contextlib.suppress(OSError, ValueError):
             pids.append(int(pidfile.read_text()))
     return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # (a zombie is not alive: the server is not our child, but be exact anyway)
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _wait_for(predicate, timeout: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
@@ -80,7 +69,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     for pid in _server_pids(run_dir):
-        _wait_for(lambda pid=pid: not _alive(pid), 30)
+        _wait_for(lambda pid=pid: not alive(pid), 30)
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -115,7 +104,7 @@ def _processes_of(pid: int) -> list[int]:
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                if (p / "cmdline").read_bytes() == cmdline and _alive(int(p.name)):
+                if (p / "cmdline").read_bytes() == cmdline and alive(int(p.name)):
                     out.append(int(p.name))
             except OSError:
                 pass
@@ -226,7 +215,7 @@ def test_a_server_whose_code_changed_runs_nothing_and_leaves(env: dict[str, str]
     (extra / "new_module.py").write_text("")  # (the import path changed under the server)
     res = run(e, "submit", "--name", "x", "--", "true")
     assert res.returncode == 0, res.stderr  # (run in its own process instead)
-    assert _wait_for(lambda: not _alive(old), 30)
+    assert _wait_for(lambda: not alive(old), 30)
     assert [j["name"] for j in json.loads(run(e, "status", "--json", mode="0").stdout)] == ["x"]  # once
 
 
@@ -248,7 +237,7 @@ def test_the_socket_is_private_and_a_shared_directory_is_not_used(env: dict[str,
 
 def test_an_idle_server_leaves(env: dict[str, str]) -> None:
     pid = start_server({**env, "METASCHED_CMDSERVER_IDLE": "1"})
-    assert _wait_for(lambda: not _alive(pid), 60)
+    assert _wait_for(lambda: not alive(pid), 60)
     assert not list(Path(env["XDG_RUNTIME_DIR"]).glob("metasched/*.sock"))
 
 

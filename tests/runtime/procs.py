@@ -8,6 +8,7 @@ neither. Output goes to a log file that is read once the process is known to be 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -48,3 +49,15 @@ def stop(proc: subprocess.Popen[bytes], *, grace_s: float = 15.0) -> None:
             proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
+
+
+def alive(pid: int) -> bool:
+    """Running and not a zombie (a killed orphan answers ``kill -0`` until init reaps it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from metasched.runtime.remote.runner import CommandFailed, CommandRunner, CommandTimeout, LocalRunner
+from tests.runtime.procs import alive
 
 
 def test_is_a_command_runner() -> None:
@@ -42,23 +42,11 @@ def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     assert time.monotonic() - started < 5
     pid = int(marker.read_text())
     for _ in range(50):
-        if not _alive(pid):
+        if not alive(pid):
             break
         time.sleep(0.05)
     else:
         pytest.fail(f"grandchild {pid} survived the timeout")
-
-
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (a killed orphan answers ``kill -0`` until init reaps it)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_bad_timeout_and_empty_command() -> None:
