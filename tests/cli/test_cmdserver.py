@@ -297,3 +297,48 @@ def _eof(fd: int) -> bool:
         return os.read(fd, 1) == b""
     except BlockingIOError:
         return False
+
+
+def _on_a_terminal(env: dict[str, str], args: list[str], mode: str) -> bytes:
+    """What ``metasched ARGS`` writes to a terminal (a pty, 100 columns)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    e = {k: v for k, v in env.items() if k not in ("COLUMNS", "NO_COLOR")}
+    proc = subprocess.Popen(
+        [*METASCHED, *args],
+        env={**e, "TERM": "xterm-256color", "METASCHED_CMDSERVER": mode},
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        cwd=env["XDG_RUNTIME_DIR"],
+    )
+    os.close(follower)
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # (EIO: every writer closed)
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(60)
+    finally:
+        os.close(leader)
+    return out
+
+
+def test_on_a_terminal_the_output_is_the_same_colours_and_width(env: dict[str, str]) -> None:
+    start_server(env)
+    assert run(env, "submit", "--name", "a", "--", "true", mode="0").returncode == 0
+    for args, styled in ((["status"], True), (["--help"], True), (["submit", "--help"], True), (["show", "a"], False)):
+        cold = _on_a_terminal(env, args, "0")
+        warm = _on_a_terminal(env, args, "require")
+        assert (b"\x1b[" in cold) is styled, args  # (a terminal: Rich styles the tables and the help)
+        assert _normal(warm.decode()) == _normal(cold.decode()), args

@@ -100,6 +100,11 @@ def preload() -> None:
         sys.stdout, sys.stderr = out, err
         os.environ.clear()
         os.environ.update(saved)
+        # A cache the warm-up filled with this process's streams (Rich's console, which decided on colour and
+        # width for /dev/null): each command makes its own, for its terminal (tests/cli/test_cmdserver.py, pty).
+        queue = sys.modules.get("metasched.cli.queue")
+        if queue is not None:
+            queue._console = None  # type: ignore[attr-defined]
 
 
 def _code_state() -> dict[str, int]:
