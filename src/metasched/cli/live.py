@@ -158,6 +158,14 @@ def placeholder(
     log_dir: Annotated[Path | None, typer.Option(help="Where job stdout/stderr go.")] = None,
     idle_exit: Annotated[float | None, typer.Option(help="Leave after this long with nothing ready.")] = None,
     linger: Annotated[bool, typer.Option("--linger", help="Keep polling when the queue is empty.")] = False,
+    linger_for: Annotated[
+        str | None,
+        typer.Option(
+            "--linger-for",
+            metavar="DURATION",
+            help="When the queue is empty, stay this long (90, 60s, 10m), woken at once by new work, then leave.",
+        ),
+    ] = None,
     max_wait: Annotated[float, typer.Option(help="Longest pause (s) between claims when nothing is ready.")] = 1.0,
     prefetch: Annotated[
         int, typer.Option(help="Most jobs claimed ahead while jobs run (only for jobs shorter than 50 ms); 0: none.")
@@ -180,6 +188,19 @@ def placeholder(
     from metasched.runtime.placeholder.agent import Agent
 
     _logging(verbose)
+    linger_for_s = 0.0
+    if linger_for is not None:
+        from metasched.runtime.metaqueue.records import StoreError
+        from metasched.runtime.metaqueue.workflow import parse_duration_s
+
+        try:
+            linger_for_s = parse_duration_s(linger_for)
+        except StoreError as exc:
+            typer.echo(f"error: {exc}, --linger-for", err=True)
+            raise typer.Exit(2) from None
+        if linger:
+            typer.echo("error: --linger (for ever) and --linger-for DURATION: give one, --linger-for", err=True)
+            raise typer.Exit(2)
     transport: Transport
     if ssh:
         from metasched.runtime.remote.ssh import SshTarget
@@ -229,6 +250,7 @@ def placeholder(
         log_dir=log_dir,
         idle_exit_s=idle_exit,
         linger=linger,
+        linger_for_s=linger_for_s,
         max_wait_s=max_wait,
         prefetch=prefetch,
     )

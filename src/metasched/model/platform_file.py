@@ -62,6 +62,7 @@ LIVE_KEYS: tuple[str, ...] = (
     "nodes",
     "launcher",
     "pe",
+    "linger",
 )
 #: Keys of a site table the simulator reads (``licences`` is read by both drivers).
 SIM_KEYS: tuple[str, ...] = ("procs", "machines", "speed", "scheduler", "order", "licences")
@@ -109,6 +110,10 @@ class SiteTable(BaseModel):
     nodes: Any = Field(default=None, description="live side: nodes per placeholder, cpus on each (parallel jobs)")
     launcher: Any = Field(default=None, description="live side: how parallel jobs start (srun, mpirun ...)")
     pe: Any = Field(default=None, description="live side: Grid Engine parallel environment (default smp)")
+    linger: Any = Field(
+        default=None,
+        description="live side: how long an idle placeholder stays before it leaves (default 60s local, 0 batch)",
+    )
 
     @field_validator("scheduler")
     @classmethod

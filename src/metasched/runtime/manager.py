@@ -7,6 +7,14 @@ had no ready work for ``idle_cancel_s``, cancel placeholders still queued instea
 start empty; submit placeholders up to the target while there is ready work, which also replaces
 placeholders that vanished. Leases are expired every tick too, so no server is needed.
 
+A placeholder that runs out of work *lingers* for the site's ``linger`` (idle, woken at once by new work)
+before it leaves, so that a job submitted a moment later starts without a new placeholder's start-up.
+Default: 60 s on the ``local`` adapter, where an idle placeholder costs one process; 0 on Slurm, Grid Engine
+and PBS, where it would hold an allocation (nodes, the user's quota) doing nothing. An idle placeholder
+counts as capacity: no placeholder is submitted for ready jobs the idle ones will take (see
+:func:`idle_takes`), more are when the ready work is more than they take. ``--until-idle`` and a stopped
+manager (SIGTERM, Ctrl-C) cancel the lingering placeholders with the others.
+
 Sites come from a TOML file::
 
     [sites.clusterA]
@@ -23,6 +31,10 @@ Sites come from a TOML file::
     launcher = "mpirun -np {tasks} --hostfile {hostfile}"   # how parallel jobs start (default: srun
                                # under Slurm, this mpirun elsewhere); fields: runtime/placeholder/launcher.py
     # pe = "mpi"               # Grid Engine only: the parallel environment (default smp)
+    linger = "0s"              # an idle placeholder stays this long before it leaves (default: 60s on
+                               # local, 0 on batch adapters: an idle one would hold an allocation)
+    idle_cancel = "5s"         # no ready work this long: cancel the placeholders still queued
+    command_timeout = "30s"    # longest wait for one batch command (sbatch, squeue, ...)
 
 With no file, one ``local`` site sized to this machine.
 
@@ -128,10 +140,18 @@ class SiteConfig:
     nodes: int = 1
     launcher: str | None = None
     pe: str | None = None
+    #: How long a placeholder that ran out of work stays, idle, before it leaves (``linger``); ``None``: the
+    #: adapter's default (:attr:`BatchAdapter.LINGER_S`: 60 s local, 0 on batch systems), see :attr:`idle_linger_s`.
+    linger_s: float | None = None
 
     @property
     def is_remote(self) -> bool:
         return self.ssh is not None
+
+    @property
+    def idle_linger_s(self) -> float:
+        """The linger time placeholders of this site get: ``linger``, else the adapter's default."""
+        return REGISTRY[self.adapter].LINGER_S if self.linger_s is None else self.linger_s
 
     @classmethod
     def from_mapping(cls, name: str, raw: dict[str, Any], *, base_dir: Path | None = None) -> SiteConfig:
@@ -145,24 +165,38 @@ class SiteConfig:
         adapter = str(raw.get("adapter", "local"))
         if adapter not in REGISTRY:
             raise StoreError(f"site {name!r}: unknown adapter {adapter!r}; known: {', '.join(sorted(REGISTRY))}")
+
+        def duration(key: str, default: float | None) -> float | None:
+            if key not in raw:
+                return default
+            try:
+                return parse_duration_s(raw[key])
+            except StoreError as exc:
+                raise StoreError(f"site {name!r}: {exc}, at sites.{name}.{key}") from None
+
+        def seconds(key: str, default: float) -> float:
+            value = duration(key, default)
+            assert value is not None
+            return value
+
         cfg = cls(
             name=name,
             adapter=adapter,
             queue=raw.get("queue"),
             cpus=int(raw.get("cpus", 1)),
             mem_mb=parse_mem_mb(raw.get("mem", 0)),
-            wall_time_s=parse_duration_s(raw["wall_time"]) if "wall_time" in raw else None,
+            wall_time_s=duration("wall_time", None),
             limit=int(raw.get("limit", 4)),
             lower=int(raw.get("lower", 1)),
             initial=int(raw.get("initial", 1)),
-            increase_below_s=parse_duration_s(raw.get("increase_below", 30)),
-            reduce_above_s=parse_duration_s(raw.get("reduce_above", 300)),
+            increase_below_s=seconds("increase_below", 30.0),
+            reduce_above_s=seconds("reduce_above", 300.0),
             licences=parse_licences(raw.get("licences")),
             extra_args=[str(a) for a in raw.get("extra_args", [])],
             setup=[str(a) for a in raw.get("setup", [])],
             env={str(k): str(v) for k, v in (raw.get("env") or {}).items()},
-            idle_cancel_s=parse_duration_s(raw.get("idle_cancel", 5)),
-            command_timeout_s=parse_duration_s(raw.get("command_timeout", 30)),
+            idle_cancel_s=seconds("idle_cancel", 5.0),
+            command_timeout_s=seconds("command_timeout", 30.0),
             workdir=None if raw.get("workdir") is None else str(raw["workdir"]),
             python=None if raw.get("python") is None else str(raw["python"]),
             transport=str(raw.get("transport", "http")),
@@ -172,6 +206,7 @@ class SiteConfig:
             nodes=int(raw.get("nodes", 1)),
             launcher=None if raw.get("launcher") is None else str(raw["launcher"]),
             pe=None if raw.get("pe") is None else str(raw["pe"]),
+            linger_s=duration("linger", None),
         )
         if cfg.nodes < 1 or cfg.cpus < 1:
             raise StoreError(f"site {name!r}: cpus and nodes must be >= 1")
@@ -200,6 +235,31 @@ class SiteConfig:
         if cfg.transport == "tunnel" and (cfg.ssh is None or cfg.tunnel_port is None):
             raise StoreError(f"site {name!r}: transport 'tunnel' needs an ssh site and tunnel_port")
         return cfg
+
+
+def idle_placement(job_cpus: Sequence[int], free_cpus: Sequence[int], *, one_each: bool = False) -> list[int | None]:
+    """Where the ready jobs (their CPUs, in the order placeholders claim them: oldest first) go among idle
+    placeholders with ``free_cpus`` each: per job, the index of the first placeholder it fits in (first fit),
+    or ``None`` when it fits none (left to other placeholders). ``one_each``: placeholders of several
+    nodes, which run one job at a time.
+
+    Invariant: the jobs placed in one placeholder fit in its free CPUs together (and are at most one with
+    ``one_each``); a job left out fits in no placeholder's room left by the jobs before it.
+    """
+    room = list(free_cpus)
+    out: list[int | None] = []
+    for cpus in job_cpus:
+        at = next((i for i, r in enumerate(room) if r > 0 and cpus <= r), None)
+        if at is not None:
+            room[at] = 0 if one_each else room[at] - cpus
+        out.append(at)
+    return out
+
+
+def idle_takes(job_cpus: Sequence[int], free_cpus: Sequence[int], *, one_each: bool = False) -> int:
+    """How many of the ready jobs idle placeholders take (:func:`idle_placement`): the site manager submits
+    placeholders only for the rest."""
+    return sum(at is not None for at in idle_placement(job_cpus, free_cpus, one_each=one_each))
 
 
 def load_sites(path: str | Path | None) -> list[SiteConfig]:
@@ -511,6 +571,8 @@ class SiteManager:
             cmd += ["--launcher", launcher]
         if cfg.mem_mb:
             cmd += ["--mem", str(cfg.mem_mb)]
+        if cfg.idle_linger_s > 0:
+            cmd += ["--linger-for", str(cfg.idle_linger_s)]
         return cmd
 
     def _env(self, cfg: SiteConfig) -> dict[str, str]:
@@ -738,7 +800,10 @@ class SiteManager:
                 log.info("site %s: no ready work, cancelled %d queued placeholder(s)", cfg.name, len(waiting))
             return
         site.no_ready_since = None
-        want = min(site.target - len(active), ready - len(waiting))
+        ready, idle_take = self._idle_capacity(cfg, active, ready)
+        want = min(site.target - len(active), ready - len(waiting) - idle_take)
+        if idle_take:
+            log.debug("site %s: %d ready job(s), %d for idle placeholders", cfg.name, ready, idle_take)
         specs = []
         for _ in range(max(0, want)):
             pid = f"{cfg.name}-{uuid.uuid4().hex[:10]}"
@@ -764,6 +829,36 @@ class SiteManager:
                 outcome,
                 shlex.join(spec.command[:4]),
             )
+
+    def _idle_capacity(self, cfg: SiteConfig, active: Sequence[dict[str, Any]], ready: int) -> tuple[int, int]:
+        """``(ready, taken)``: the ready jobs now, and how many of them this site's idle placeholders (started,
+        holding no job: lingering, or just started) will take. Without idle placeholders, ``(ready, 0)``.
+
+        The idle placeholders are read before the ready jobs: a job one of them claims in between is then
+        no longer ready, rather than ready with nobody idle to take it (one placeholder too many)."""
+        started = [p["id"] for p in active if p["state"] == "running"]
+        if not started:
+            return ready, 0
+        from sqlalchemy import func, select
+
+        from metasched.runtime.metaqueue.models import JOBS
+
+        ready_now = (JOBS.c.state == "queued") & (JOBS.c.pending_deps == 0)
+        with self.store.engine.connect() as conn:
+            holding = conn.execute(
+                select(JOBS.c.placeholder_id)
+                .where(JOBS.c.placeholder_id.in_(started), JOBS.c.state == "running")
+                .distinct()
+            ).scalars()
+            idle = len(set(started) - set(holding))
+            if idle == 0:
+                return ready, 0
+            ready = int(conn.execute(select(func.count()).where(ready_now)).scalar_one())
+            whole = cfg.cpus * cfg.nodes
+            first = conn.execute(
+                select(JOBS.c.cpus * JOBS.c.tasks).where(ready_now).order_by(JOBS.c.id).limit(idle * whole)
+            ).scalars()
+            return ready, idle_takes([int(c) for c in first], [whole] * idle, one_each=cfg.nodes > 1)
 
     def _submit_all(self, site: _Site, specs: Sequence[PlaceholderSpec]) -> list[str | BaseException]:
         """Submit a burst of placeholders; over SSH up to :attr:`SUBMIT_PARALLEL` at once on the one master

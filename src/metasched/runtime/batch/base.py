@@ -69,6 +69,11 @@ class BatchAdapter(ABC):
     #: How a placeholder starts a parallel job on this batch system, unless the site names its own
     #: ``launcher`` (fields: :mod:`metasched.runtime.placeholder.launcher`): OpenMPI's mpirun on the host list.
     LAUNCHER: ClassVar[str] = "mpirun -np {tasks} --hostfile {hostfile}"
+    #: How long (s) a placeholder that ran out of work stays idle, woken at once by new work, before it
+    #: leaves, unless the site names its own ``linger``. None on a batch system: an idle placeholder there
+    #: holds an allocation (nodes nobody else can use, charged to the user's quota) and a new one costs only
+    #: a queue wait, which the throttle already weighs.
+    LINGER_S: ClassVar[float] = 0.0
 
     def __init__(
         self,

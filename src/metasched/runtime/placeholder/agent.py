@@ -6,6 +6,12 @@ working directory, stdout/stderr to files; started with ``posix_spawn``, see :mo
 report, claim again; leave on EXIT, or when the wall time is nearly used (then the placeholder has
 *expired*, it has not failed).
 
+Lingering (``linger_for_s``, the site's ``linger``): told EXIT (nothing queued or running anywhere), the agent
+stays that long, idle but woken at once by new work (:meth:`Transport.wait_for_work`: SQLite's
+``data_version``, PostgreSQL's ``NOTIFY``, the server's ``/v1/wait``), so that a job submitted after the
+last one ended starts without a new placeholder's start-up; the time counts from the first EXIT of an idle
+stretch, and a job or a WAIT answer ends the stretch. ``linger`` (a flag) stays for ever: a standing worker.
+
 Never two runs of one job at once: a child is killed as soon as a heartbeat says the job is no
 longer ours, and also when no heartbeat has succeeded for ``lease_s - margin`` seconds (the server
 may already have handed the job to another placeholder: we fence ourselves before the lease ends).
@@ -431,6 +437,7 @@ class Agent:
         max_wait_s: float = 1.0,
         give_up_s: float = 300.0,
         linger: bool = False,
+        linger_for_s: float = 0.0,
         prefetch: int = 32,
         prefetch_s: float = 0.05,
     ):
@@ -459,6 +466,10 @@ class Agent:
         self.give_up_s = give_up_s
         #: keep polling when told EXIT (a standing local worker) instead of leaving
         self.linger = linger
+        #: told EXIT, stay this long (s) idle before leaving (0: leave at once); see the module docstring
+        self.linger_for_s = linger_for_s
+        #: When the current idle stretch's first EXIT came (``None``: not lingering).
+        self.lingering_since: float | None = None
         self.started_at = time.time()
         self.runs: dict[int, _Run] = {}
         self.finished: queue.Queue[int] = queue.Queue()
@@ -952,6 +963,19 @@ class Agent:
                 self._watchdog.close()
                 self._watchdog = None
 
+    def _linger_over(self, now: float) -> bool:
+        """Told EXIT while idle: whether to leave now (``linger_for_s`` used up), else linger on."""
+        if self.linger_for_s <= 0:
+            return True
+        if self.lingering_since is None:
+            self.lingering_since = now
+            log.info("placeholder %s: no work left, lingering up to %.0f s", self.id, self.linger_for_s)
+            return False
+        if now - self.lingering_since < self.linger_for_s:
+            return False
+        log.info("placeholder %s: idle for %.0f s, leaving", self.id, now - self.lingering_since)
+        return True
+
     def _serve(self, host: str) -> str:
         while True:
             try:
@@ -1022,11 +1046,13 @@ class Agent:
                 next_hb = min(next_hb, now + self.heartbeat_s)
                 wait_s = 0.01
                 idle_since = None
+                self.lingering_since = None
                 continue
             if res is not None and not self.runs and not self.ahead:
                 if res.action == "exit" and not self.linger:
-                    told_exit = True
+                    told_exit = self._linger_over(now)
                 if res.action == "wait":
+                    self.lingering_since = None
                     idle_since = idle_since or now
                     if self.idle_exit_s is not None and now - idle_since > self.idle_exit_s:
                         told_exit = True
@@ -1037,6 +1063,10 @@ class Agent:
             # Sleep until a child ends (then claim again at once), a report's answer comes, the metaqueue
             # changes (idle), or a backed-off retry is due.
             pause = min(wait_s, max(0.0, next_hb - time.time()))
+            if self.lingering_since is not None:  # leave on time (the claim after this pause says so)
+                left = self.lingering_since + self.linger_for_s - time.time()
+                if left > 0:
+                    pause = min(pause, left)
             if self._retry_at > now:
                 pause = min(pause, max(0.0, self._retry_at - time.time()))
             if self._inflight is not None:
