@@ -9,6 +9,7 @@ leaving after the linger time by a lower bound (it cannot leave before), waited 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -61,7 +62,7 @@ def test_idle_placement_fits_and_leaves_out_only_what_fits_nowhere(
         if at is None:
             assert all(r <= 0 or cpus > r for r in room)  # first fit: it fitted nowhere at its turn
             continue
-        assert 0 < room[at] and cpus <= room[at]
+        assert room[at] > 0 and cpus <= room[at]
         room[at] = 0 if one_each else room[at] - cpus
     for i, f in enumerate(free):  # together within each placeholder's CPUs, one job each with one_each
         mine = [c for c, at in zip(jobs, placed, strict=True) if at == i]
@@ -140,7 +141,10 @@ def test_linger_is_a_live_key_the_simulator_reads_past(tmp_path: Path) -> None:
     ("args", "error"),
     [
         (["--linger-for", "soon"], "error: bad duration 'soon': use seconds, 90s, 10m, 2h or H:MM:SS, --linger-for"),
-        (["--linger", "--linger-for", "5"], "error: --linger (for ever) and --linger-for DURATION: give one, --linger-for"),
+        (
+            ["--linger", "--linger-for", "5"],
+            "error: --linger (for ever) and --linger-for DURATION: give one, --linger-for",
+        ),
     ],
 )
 def test_placeholder_linger_for_errors(tmp_path: Path, args: list[str], error: str) -> None:
@@ -272,6 +276,48 @@ def test_a_lingering_placeholder_takes_the_next_job_and_more_start_for_more_work
     store.close()
 
 
+def test_the_manager_counts_an_idle_placeholder_as_capacity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manager's round sees ready work before an idle placeholder claims it (here: the placeholder is
+    stopped, SIGSTOP): it submits no placeholder for the job the idle one will take, and one per job beyond."""
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db)
+    cfg = SiteConfig(name="local", adapter="local", limit=4, initial=4, increase_below_s=60, linger_s=600)
+    manager = SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
+
+    def ticks_until(what: Callable[[], bool], why: str) -> None:
+        def tick() -> bool:
+            manager.tick()
+            return what()
+
+        _until(tick, why=why)
+
+    try:
+        (first,) = store.submit([JobSpec("true")])
+        ticks_until(_done(store, first), "the first job runs")
+        time.sleep(1.0)  # (without linger its placeholder would be gone by now)
+        (ph,) = store.placeholders("local", active_only=True)
+        assert ph["state"] == "running" and _alive(ph)
+        pid = int(ph["batch_id"])
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            (second,) = store.submit([JobSpec("true")])
+            for _ in range(3):
+                manager.tick()
+            assert [p["id"] for p in store.placeholders("local")] == [ph["id"]]  # the idle one will take it
+            more = store.submit([JobSpec("true"), JobSpec("true")])
+            manager.tick()
+            assert len(store.placeholders("local")) == 3  # three ready, one for the idle placeholder
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        ticks_until(_done(store, second, *more), "the rest runs")
+    finally:
+        manager.shutdown()
+        manager.close()
+    store.close()
+
+
 def test_a_lingering_placeholder_leaves_after_the_linger_time(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'q.db'}"
     store = Store.open(db)
@@ -322,7 +368,10 @@ def test_until_idle_stops_when_the_work_is_done_lingering_or_not(tmp_path: Path,
         timeout=240,  # (far below the 10 min linger: the run does not wait for its placeholders to leave)
     )
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[:2] == ["sites run: no job queued or running", "jobs of this run: done 3, failed 0, left 0"]
+    assert res.stdout.splitlines()[:2] == [
+        "sites run: no job queued or running",
+        "jobs of this run: done 3, failed 0, left 0",
+    ]
     phs = store.placeholders("local")
     assert phs and not store.placeholders("local", active_only=True)
     _until(lambda: not any(_alive(p) for p in phs), timeout_s=30, why="no placeholder left behind")
