@@ -45,29 +45,40 @@ def test_idle_takes_hand_worked() -> None:
     assert idle_takes([1, 1], [8], one_each=True) == 1  # a placeholder of several nodes: one job at a time
     assert idle_takes([], [4]) == 0 and idle_takes([1], []) == 0
     assert idle_placement([3, 2, 1, 5], [4, 2]) == [0, 1, 0, None]
+    # A job that would outlive a placeholder's wall time is not its: 2 h does not fit the one with 60 s left.
+    assert idle_placement([1, 1, 1], [1, 1], job_time_s=[7200, 30, 0], remaining_s=[60, None]) == [1, 0, None]
 
 
 @given(
-    jobs=st.lists(st.integers(1, 8), max_size=12),
-    free=st.lists(st.integers(0, 8), max_size=5),
+    jobs=st.lists(st.tuples(st.integers(1, 8), st.sampled_from([0.0, 10.0, 100.0])), max_size=12),
+    places=st.lists(st.tuples(st.integers(0, 8), st.sampled_from([None, 5.0, 50.0, 500.0])), max_size=5),
     one_each=st.booleans(),
 )
 def test_idle_placement_fits_and_leaves_out_only_what_fits_nowhere(
-    jobs: list[int], free: list[int], one_each: bool
+    jobs: list[tuple[int, float]], places: list[tuple[int, float | None]], one_each: bool
 ) -> None:
-    placed = idle_placement(jobs, free, one_each=one_each)
-    assert len(placed) == len(jobs) and idle_takes(jobs, free, one_each=one_each) == sum(p is not None for p in placed)
+    cpus, times = [c for c, _ in jobs], [t for _, t in jobs]
+    free, left = [f for f, _ in places], [r for _, r in places]
+    placed = idle_placement(cpus, free, one_each=one_each, job_time_s=times, remaining_s=left)
+    assert len(placed) == len(jobs)
+    assert idle_takes(cpus, free, one_each=one_each, job_time_s=times, remaining_s=left) == sum(
+        p is not None for p in placed
+    )
+
+    def in_time(t: float, r: float | None) -> bool:
+        return r is None or t <= 0 or t <= r
+
     room = list(free)
-    for cpus, at in zip(jobs, placed, strict=True):
-        if at is None:
-            assert all(r <= 0 or cpus > r for r in room)  # first fit: it fitted nowhere at its turn
+    for (c, t), at in zip(jobs, placed, strict=True):
+        if at is None:  # first fit: it fitted nowhere at its turn
+            assert all(r <= 0 or c > r or not in_time(t, rl) for r, rl in zip(room, left, strict=True))
             continue
-        assert room[at] > 0 and cpus <= room[at]
-        room[at] = 0 if one_each else room[at] - cpus
+        assert room[at] > 0 and c <= room[at] and in_time(t, left[at])
+        room[at] = 0 if one_each else room[at] - c
     for i, f in enumerate(free):  # together within each placeholder's CPUs, one job each with one_each
-        mine = [c for c, at in zip(jobs, placed, strict=True) if at == i]
+        mine = [c for c, at in zip(cpus, placed, strict=True) if at == i]
         assert sum(mine) <= f and (not one_each or len(mine) <= 1)
-    if all(c == 1 for c in jobs) and not one_each:
+    if all(c == 1 and t == 0 for c, t in jobs) and not one_each:
         assert sum(p is not None for p in placed) == min(len(jobs), sum(free))
 
 

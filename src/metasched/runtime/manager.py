@@ -237,29 +237,55 @@ class SiteConfig:
         return cfg
 
 
-def idle_placement(job_cpus: Sequence[int], free_cpus: Sequence[int], *, one_each: bool = False) -> list[int | None]:
+def idle_placement(
+    job_cpus: Sequence[int],
+    free_cpus: Sequence[int],
+    *,
+    one_each: bool = False,
+    job_time_s: Sequence[float] | None = None,
+    remaining_s: Sequence[float | None] | None = None,
+) -> list[int | None]:
     """Where the ready jobs (their CPUs, in the order placeholders claim them: oldest first) go among idle
     placeholders with ``free_cpus`` each: per job, the index of the first placeholder it fits in (first fit),
     or ``None`` when it fits none (left to other placeholders). ``one_each``: placeholders of several
-    nodes, which run one job at a time.
+    nodes, which run one job at a time. ``job_time_s`` (0: not given) and the placeholders' ``remaining_s``
+    (wall time left, ``None``: unbounded): a job never goes where it would outlive the wall time.
 
     Invariant: the jobs placed in one placeholder fit in its free CPUs together (and are at most one with
-    ``one_each``); a job left out fits in no placeholder's room left by the jobs before it.
+    ``one_each``) and within its remaining time; a job left out fits in no placeholder's room left by the
+    jobs before it.
     """
     room = list(free_cpus)
+    left: Sequence[float | None] = remaining_s if remaining_s is not None else [None] * len(room)
     out: list[int | None] = []
-    for cpus in job_cpus:
-        at = next((i for i, r in enumerate(room) if r > 0 and cpus <= r), None)
+    for j, cpus in enumerate(job_cpus):
+        need_s = job_time_s[j] if job_time_s is not None else 0.0
+        at = next(
+            (
+                i
+                for i, r in enumerate(room)
+                if r > 0 and cpus <= r and (left[i] is None or need_s <= 0 or need_s <= (left[i] or 0.0))
+            ),
+            None,
+        )
         if at is not None:
             room[at] = 0 if one_each else room[at] - cpus
         out.append(at)
     return out
 
 
-def idle_takes(job_cpus: Sequence[int], free_cpus: Sequence[int], *, one_each: bool = False) -> int:
+def idle_takes(
+    job_cpus: Sequence[int],
+    free_cpus: Sequence[int],
+    *,
+    one_each: bool = False,
+    job_time_s: Sequence[float] | None = None,
+    remaining_s: Sequence[float | None] | None = None,
+) -> int:
     """How many of the ready jobs idle placeholders take (:func:`idle_placement`): the site manager submits
     placeholders only for the rest."""
-    return sum(at is not None for at in idle_placement(job_cpus, free_cpus, one_each=one_each))
+    placed = idle_placement(job_cpus, free_cpus, one_each=one_each, job_time_s=job_time_s, remaining_s=remaining_s)
+    return sum(at is not None for at in placed)
 
 
 def load_sites(path: str | Path | None) -> list[SiteConfig]:
@@ -800,7 +826,7 @@ class SiteManager:
                 log.info("site %s: no ready work, cancelled %d queued placeholder(s)", cfg.name, len(waiting))
             return
         site.no_ready_since = None
-        ready, idle_take = self._idle_capacity(cfg, active, ready)
+        ready, idle_take = self._idle_capacity(cfg, active, ready, now)
         want = min(site.target - len(active), ready - len(waiting) - idle_take)
         if idle_take:
             log.debug("site %s: %d ready job(s), %d for idle placeholders", cfg.name, ready, idle_take)
@@ -830,13 +856,19 @@ class SiteManager:
                 shlex.join(spec.command[:4]),
             )
 
-    def _idle_capacity(self, cfg: SiteConfig, active: Sequence[dict[str, Any]], ready: int) -> tuple[int, int]:
+    #: Seconds a placeholder keeps free before its wall time (the agent's ``--margin`` default).
+    MARGIN_S = 5.0
+
+    def _idle_capacity(
+        self, cfg: SiteConfig, active: Sequence[dict[str, Any]], ready: int, now: float
+    ) -> tuple[int, int]:
         """``(ready, taken)``: the ready jobs now, and how many of them this site's idle placeholders (started,
-        holding no job: lingering, or just started) will take. Without idle placeholders, ``(ready, 0)``.
+        holding no job: lingering, or just started) will take (:func:`idle_placement`, on the oldest ready
+        jobs that fit the site's placeholder memory). Without idle placeholders, ``(ready, 0)``.
 
         The idle placeholders are read before the ready jobs: a job one of them claims in between is then
         no longer ready, rather than ready with nobody idle to take it (one placeholder too many)."""
-        started = [p["id"] for p in active if p["state"] == "running"]
+        started = {p["id"]: p for p in active if p["state"] == "running"}
         if not started:
             return ready, 0
         from sqlalchemy import func, select
@@ -847,18 +879,35 @@ class SiteManager:
         with self.store.engine.connect() as conn:
             holding = conn.execute(
                 select(JOBS.c.placeholder_id)
-                .where(JOBS.c.placeholder_id.in_(started), JOBS.c.state == "running")
+                .where(JOBS.c.placeholder_id.in_(list(started)), JOBS.c.state == "running")
                 .distinct()
             ).scalars()
-            idle = len(set(started) - set(holding))
-            if idle == 0:
+            idle = [p for pid, p in started.items() if pid not in set(holding)]
+            if not idle:
                 return ready, 0
             ready = int(conn.execute(select(func.count()).where(ready_now)).scalar_one())
             whole = cfg.cpus * cfg.nodes
-            first = conn.execute(
-                select(JOBS.c.cpus * JOBS.c.tasks).where(ready_now).order_by(JOBS.c.id).limit(idle * whole)
-            ).scalars()
-            return ready, idle_takes([int(c) for c in first], [whole] * idle, one_each=cfg.nodes > 1)
+            rows = conn.execute(
+                select(JOBS.c.cpus * JOBS.c.tasks, JOBS.c.time_s, JOBS.c.mem_mb)
+                .where(ready_now)
+                .order_by(JOBS.c.id)
+                .limit(4 * len(idle) * whole)
+            ).all()
+        jobs = [(int(c), float(t or 0.0)) for c, t, mem in rows if not cfg.mem_mb or int(mem or 0) <= cfg.mem_mb]
+        remaining: list[float | None] = [
+            None
+            if cfg.wall_time_s is None or p["started_at"] is None
+            else p["started_at"] + cfg.wall_time_s - self.MARGIN_S - now
+            for p in idle
+        ]
+        taken = idle_takes(
+            [c for c, _ in jobs],
+            [whole] * len(idle),
+            one_each=cfg.nodes > 1,
+            job_time_s=[t for _, t in jobs],
+            remaining_s=remaining,
+        )
+        return ready, taken
 
     def _submit_all(self, site: _Site, specs: Sequence[PlaceholderSpec]) -> list[str | BaseException]:
         """Submit a burst of placeholders; over SSH up to :attr:`SUBMIT_PARALLEL` at once on the one master
