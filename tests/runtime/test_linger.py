@@ -329,6 +329,35 @@ def test_the_manager_counts_an_idle_placeholder_as_capacity(tmp_path: Path, monk
     store.close()
 
 
+def test_a_job_claimed_since_the_rounds_count_starts_no_placeholder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The round counts the ready jobs first; a started placeholder may claim one before the site's turn
+    (it is woken by the same commit). That job must not get a placeholder of its own."""
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db)
+    cfg = SiteConfig(name="local", adapter="local", limit=2, initial=2, increase_below_s=60, linger_s=600)
+    manager = SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
+    gate = tmp_path / "release"
+    try:
+        (job,) = store.submit([JobSpec(f"while [ ! -e {gate} ]; do sleep 0.05; done")])
+
+        def runs() -> bool:
+            manager.tick()
+            return store.job(str(job))["state"] == "running"
+
+        _until(runs, why="the job runs")
+        manager._tick_site(manager.sites[0], time.time(), 1)  # a count from before the claim: 1 ready
+        assert len(store.placeholders("local")) == 1
+    finally:
+        gate.touch()
+        manager.shutdown()
+        manager.close()
+    store.close()
+
+
 def test_a_lingering_placeholder_leaves_after_the_linger_time(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'q.db'}"
     store = Store.open(db)
