@@ -866,8 +866,9 @@ class SiteManager:
         holding no job: lingering, or just started) will take (:func:`idle_placement`, on the oldest ready
         jobs that fit the site's placeholder memory). Without idle placeholders, ``(ready, 0)``.
 
-        The idle placeholders are read before the ready jobs: a job one of them claims in between is then
-        no longer ready, rather than ready with nobody idle to take it (one placeholder too many)."""
+        With started placeholders, the ready jobs are counted again, after reading which placeholders hold a job:
+        a job one of them claimed since the round's count (or claims in between) is then no longer ready,
+        rather than ready with nobody idle to take it (one placeholder too many)."""
         started = {p["id"]: p for p in active if p["state"] == "running"}
         if not started:
             return ready, 0
@@ -883,9 +884,9 @@ class SiteManager:
                 .distinct()
             ).scalars()
             idle = [p for pid, p in started.items() if pid not in set(holding)]
-            if not idle:
-                return ready, 0
             ready = int(conn.execute(select(func.count()).where(ready_now)).scalar_one())
+            if not idle or not ready:
+                return ready, 0
             whole = cfg.cpus * cfg.nodes
             rows = conn.execute(
                 select(JOBS.c.cpus * JOBS.c.tasks, JOBS.c.time_s, JOBS.c.mem_mb)
