@@ -236,16 +236,22 @@ def floor(n: int) -> tuple[float, float]:
     return time.perf_counter() - t0, cpu_s() - c0
 
 
-def idle_cli(home: Path, reps: int, served: bool) -> float:
+def idle_cli(home: Path, reps: int, served: bool, linger: str | None = None) -> float:
     """Median ms from starting ``metasched submit -- true`` (through the command server when ``served``) to the
-    job's end, ``sites run`` already running (its placeholders 2 s idle)."""
+    job's end, ``sites run`` already running on the default local site (its placeholder idle for 2 s, lingering:
+    ``linger`` defaults to 60 s on a local site; ``--idle-linger 0`` measures a site whose placeholders leave)."""
     db = f"sqlite:///{home / 'idle-cli.db'}"
     env = {**ENV, "METASCHED_HOME": str(home), "METASCHED_DB": db}
     submit_env = {**env, "METASCHED_CMDSERVER": "require" if served else "0"}
     if served:
         start_server(env)
     Store.open(db).close()
-    manager = subprocess.Popen([*METASCHED, "sites", "run"], env=env, stderr=subprocess.DEVNULL, cwd=home)
+    config = []
+    if linger is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "sites.toml").write_text(f'[sites.local]\nadapter = "local"\nlimit = 2\nlinger = "{linger}"\n')
+        config = ["--config", str(home / "sites.toml")]
+    manager = subprocess.Popen([*METASCHED, "sites", "run", *config], env=env, stderr=subprocess.DEVNULL, cwd=home)
     store = Store.open(db)
     lat = []
     try:
@@ -257,7 +263,7 @@ def idle_cli(home: Path, reps: int, served: bool) -> float:
             )
             wait_done(store, i + 1, 120)
             lat.append(1000 * (last_end(store) - t0))
-            time.sleep(2)  # (the placeholder leaves: the next job meets an idle site again)
+            time.sleep(2)  # (idle: the site's placeholder lingers, sites.toml `linger`, 60 s on a local site)
     finally:
         manager.terminate()
         manager.wait(60)
@@ -366,6 +372,10 @@ def main() -> None:
             res["idle_cli_server_ms"] = timed(
                 "idle cli (server)", lambda: idle_cli(tmp / "idle-cli-s", args.reps, served=True)
             )
+            res["idle_cli_server_nolinger_ms"] = timed(
+                "idle cli (server, linger 0)",
+                lambda: idle_cli(tmp / "idle-cli-s0", args.reps, served=True, linger="0"),
+            )
             res["idle_api_sqlite_ms"] = timed(
                 "idle api sqlite", lambda: idle_api(f"sqlite:///{tmp / 'i.db'}", tmp / "i", 4 * args.reps)
             )
@@ -401,7 +411,7 @@ def report(res: dict[str, Any]) -> None:
         ", ".join(api) or "-")  # fmt: skip
     cli = (
         f"{res['idle_cli_server_ms']:.0f} (`metasched submit` with the command server; {res['idle_cli_ms']:.0f} "
-        "in its own process; `sites run` running)"
+        f"in its own process; {res['idle_cli_server_nolinger_ms']:.0f} served, `linger = 0`; `sites run` running)"
         if "idle_cli_ms" in res
         else "-"
     )
