@@ -18,6 +18,7 @@ from metasched.experiments import sabin2003 as exp
 from metasched.runtime.sweep_executor import MetaqueueExecutor, merge_results
 from metasched.sim.metrics import write_rows_csv
 from tests.experiments.test_runner import LOADS, _sweep_data
+from tests.runtime.procs import stop
 
 SCHEMES = ["greedy", "cons-fcfs", "single-easy"]
 
@@ -97,12 +98,7 @@ def test_the_merge_job_completes_a_sweep_whose_command_is_gone(tmp_path: Path) -
             assert placeholder.poll() is None, (logs / "placeholder.log").read_text()
             time.sleep(0.2)
     finally:
-        placeholder.terminate()
-        try:
-            placeholder.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            placeholder.kill()
-            placeholder.wait(timeout=10)
+        stop(placeholder, grace_s=30)
     assert len(merged) == 1, "the merge job did not write its file"
     assert pickle.loads(merged[0].read_bytes()) == [(True, 6), (True, 12), (True, 20)]
 

@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -39,16 +40,19 @@ def wait_http(proc: subprocess.Popen[bytes], url: str, log: Path, *, timeout_s: 
         time.sleep(0.2)
 
 
-def stop(proc: subprocess.Popen[bytes], *, grace_s: float = 15.0) -> None:
-    """SIGTERM, then SIGKILL after ``grace_s``; always reaped."""
+def stop(proc: subprocess.Popen[Any], *, grace_s: float = 15.0) -> bool:
+    """SIGTERM, then SIGKILL after ``grace_s``; always reaped. False when it had to be killed."""
+    on_term = True
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             proc.kill()
+            on_term = False
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
+    return on_term
 
 
 def alive(pid: int) -> bool:

@@ -28,6 +28,7 @@ from metasched.runtime.metaqueue.protocol import StoreTransport
 from metasched.runtime.metaqueue.records import StoreError
 from metasched.runtime.metaqueue.store import JobSpec, Store
 from metasched.runtime.placeholder.agent import Agent
+from tests.runtime.procs import stop
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -226,14 +227,7 @@ def _sites_run(tmp_path: Path, config: Path, db: str, *extra: str) -> subprocess
 
 def _stop(proc: subprocess.Popen[str], tmp_path: Path) -> str:
     """SIGTERM (as a user's Ctrl-C or a service stop) and its output; killed if it does not end in 60 s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-            raise AssertionError("sites run did not stop on SIGTERM") from None
+    assert stop(proc, grace_s=60), "sites run did not stop on SIGTERM"
     return (tmp_path / "sites-run.out").read_text()
 
 
