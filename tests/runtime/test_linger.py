@@ -281,15 +281,20 @@ def test_a_lingering_placeholder_takes_the_next_job_and_more_start_for_more_work
     store.close()
 
 
-def test_the_manager_counts_an_idle_placeholder_as_capacity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The manager's round sees ready work before an idle placeholder claims it (here: the placeholder is
-    stopped, SIGSTOP): it submits no placeholder for the job the idle one will take, and one per job beyond."""
+def _lingering_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, limit: int) -> tuple[Store, SiteManager]:
+    """A store and a manager (driven by the test's own ticks) of one local site whose placeholders linger 10 min."""
     monkeypatch.setenv("PYTHONPATH", SRC)
     monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
     db = f"sqlite:///{tmp_path / 'q.db'}"
     store = Store.open(db)
-    cfg = SiteConfig(name="local", adapter="local", limit=4, initial=4, increase_below_s=60, linger_s=600)
-    manager = SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
+    cfg = SiteConfig(name="local", adapter="local", limit=limit, initial=limit, increase_below_s=60, linger_s=600)
+    return store, SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
+
+
+def test_the_manager_counts_an_idle_placeholder_as_capacity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manager's round sees ready work before an idle placeholder claims it (here: the placeholder is
+    stopped, SIGSTOP): it submits no placeholder for the job the idle one will take, and one per job beyond."""
+    store, manager = _lingering_site(tmp_path, monkeypatch, limit=4)
 
     def ticks_until(what: Callable[[], bool], why: str) -> None:
         def tick() -> bool:
@@ -328,12 +333,7 @@ def test_a_job_claimed_since_the_rounds_count_starts_no_placeholder(
 ) -> None:
     """The round counts the ready jobs first; a started placeholder may claim one before the site's turn
     (it is woken by the same commit). That job must not get a placeholder of its own."""
-    monkeypatch.setenv("PYTHONPATH", SRC)
-    monkeypatch.setenv("METASCHED_HOME", str(tmp_path / "home"))
-    db = f"sqlite:///{tmp_path / 'q.db'}"
-    store = Store.open(db)
-    cfg = SiteConfig(name="local", adapter="local", limit=2, initial=2, increase_below_s=60, linger_s=600)
-    manager = SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
+    store, manager = _lingering_site(tmp_path, monkeypatch, limit=2)
     gate = tmp_path / "release"
     try:
         (job,) = store.submit([JobSpec(f"while [ ! -e {gate} ]; do sleep 0.05; done")])
