@@ -306,13 +306,15 @@ def peers(python: str, n: int, reps: int) -> list[dict[str, Any]]:
     # (Parsl starts its interchange from PATH)
     env = {**os.environ, "PATH": f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for script in sorted((ROOT / "bench" / "peers").glob("[a-z]*.py")):
-        proc = subprocess.run(
-            [python, str(script), "--jobs", str(n), "--reps", str(reps)],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            env=env,
-        )
+        with tempfile.TemporaryDirectory() as cwd:  # (HyperQueue writes each task's N.stdout / N.stderr there)
+            proc = subprocess.run(
+                [python, str(script), "--jobs", str(n), "--reps", str(reps)],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                env=env,
+                cwd=cwd,
+            )
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode == 0 and lines:
             out.append(json.loads(lines[-1]))
