@@ -411,3 +411,27 @@ def test_until_idle_stops_when_the_work_is_done_lingering_or_not(tmp_path: Path,
     assert phs and not store.placeholders("local", active_only=True)
     _until(lambda: not any(_alive(p) for p in phs), timeout_s=30, why="no placeholder left behind")
     store.close()
+
+
+def test_a_placeholder_holding_a_job_is_not_idle_whichever_its_place(tmp_path: Path) -> None:
+    """Which started placeholders are idle is read once from the store: each of several placeholders holding a
+    job counts as busy (the read was once an iterator consumed by the first placeholder's check, so every
+    placeholder after the first counted as idle and took ready jobs it could not run)."""
+    from metasched.policy.claim import FreeResources
+
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    store = Store.open(db)
+    cfg = SiteConfig(name="local", adapter="local", limit=4, initial=4, increase_below_s=60, linger_s=600)
+    manager = SiteManager(store, [cfg], db_url=db, workdir=tmp_path / "ph")
+    try:
+        store.submit([JobSpec("true") for _ in range(5)])
+        ids = ["p-idle", "p-busy1", "p-busy2"]
+        for pid in ids[1:]:
+            assert store.claim("local", pid, FreeResources(cpus=1), now=1).action == "job"
+        active = [{"id": pid, "state": "running", "started_at": 1.0} for pid in ids]
+        for order in (active, active[::-1], active[1:] + active[:1]):
+            # 3 jobs ready; only p-idle is idle, with room for one of them.
+            assert manager._idle_capacity(cfg, order, 3, now=2.0) == (3, 1)
+    finally:
+        manager.close()
+        store.close()

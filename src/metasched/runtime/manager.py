@@ -878,12 +878,14 @@ class SiteManager:
 
         ready_now = (JOBS.c.state == "queued") & (JOBS.c.pending_deps == 0)
         with self.store.engine.connect() as conn:
-            holding = conn.execute(
-                select(JOBS.c.placeholder_id)
-                .where(JOBS.c.placeholder_id.in_(list(started)), JOBS.c.state == "running")
-                .distinct()
-            ).scalars()
-            idle = [p for pid, p in started.items() if pid not in set(holding)]
+            holding = set(
+                conn.execute(
+                    select(JOBS.c.placeholder_id)
+                    .where(JOBS.c.placeholder_id.in_(list(started)), JOBS.c.state == "running")
+                    .distinct()
+                ).scalars()
+            )
+            idle = [p for pid, p in started.items() if pid not in holding]
             ready = int(conn.execute(select(func.count()).where(ready_now)).scalar_one())
             if not idle or not ready:
                 return ready, 0
