@@ -872,31 +872,12 @@ class SiteManager:
         started = {p["id"]: p for p in active if p["state"] == "running"}
         if not started:
             return ready, 0
-        from sqlalchemy import func, select
-
-        from metasched.runtime.metaqueue.models import JOBS
-
-        ready_now = (JOBS.c.state == "queued") & (JOBS.c.pending_deps == 0)
-        with self.store.engine.connect() as conn:
-            holding = set(
-                conn.execute(
-                    select(JOBS.c.placeholder_id)
-                    .where(JOBS.c.placeholder_id.in_(list(started)), JOBS.c.state == "running")
-                    .distinct()
-                ).scalars()
-            )
-            idle = [p for pid, p in started.items() if pid not in holding]
-            ready = int(conn.execute(select(func.count()).where(ready_now)).scalar_one())
-            if not idle or not ready:
-                return ready, 0
-            whole = cfg.cpus * cfg.nodes
-            rows = conn.execute(
-                select(JOBS.c.cpus * JOBS.c.tasks, JOBS.c.time_s, JOBS.c.mem_mb)
-                .where(ready_now)
-                .order_by(JOBS.c.id)
-                .limit(4 * len(idle) * whole)
-            ).all()
-        jobs = [(int(c), float(t or 0.0)) for c, t, mem in rows if not cfg.mem_mb or int(mem or 0) <= cfg.mem_mb]
+        whole = cfg.cpus * cfg.nodes
+        holding, ready, rows = self.store.holders_and_ready(list(started), rows_per_idle=4 * whole)
+        idle = [p for pid, p in started.items() if pid not in holding]
+        if not idle or not ready:
+            return ready, 0
+        jobs = [(cpus, t) for cpus, t, mem in rows if not cfg.mem_mb or mem <= cfg.mem_mb]
         remaining: list[float | None] = [
             None
             if cfg.wall_time_s is None or p["started_at"] is None

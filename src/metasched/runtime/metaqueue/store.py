@@ -1640,6 +1640,33 @@ class Store:
             ).scalar_one()
         return out
 
+    def holders_and_ready(
+        self, placeholder_ids: Sequence[str], rows_per_idle: int
+    ) -> tuple[set[str], int, list[tuple[int, float, int]]]:
+        """For the site manager's idle capacity, in one read: which of ``placeholder_ids`` hold a running job,
+        the number of ready jobs, and the oldest ready jobs' ``(cpus x tasks, time_s, mem_mb)`` (at most
+        ``rows_per_idle`` per placeholder holding none; no rows when none is idle or nothing is ready)."""
+        ready_now = (JOBS.c.state == JobState.QUEUED) & (JOBS.c.pending_deps == 0)
+        with self.engine.connect() as conn:
+            holding = set(
+                conn.execute(
+                    select(JOBS.c.placeholder_id)
+                    .where(JOBS.c.placeholder_id.in_(list(placeholder_ids)), JOBS.c.state == JobState.RUNNING)
+                    .distinct()
+                ).scalars()
+            )
+            ready = int(conn.execute(select(func.count()).where(ready_now)).scalar_one())
+            n_idle = len(set(placeholder_ids) - holding)
+            if not n_idle or not ready:
+                return holding, ready, []
+            rows = conn.execute(
+                select(JOBS.c.cpus * JOBS.c.tasks, JOBS.c.time_s, JOBS.c.mem_mb)
+                .where(ready_now)
+                .order_by(JOBS.c.id)
+                .limit(rows_per_idle * n_idle)
+            ).all()
+        return holding, ready, [(int(c), float(t or 0.0), int(m or 0)) for c, t, m in rows]
+
     def events(self, job_id: int | None = None, since_id: int = 0) -> list[dict[str, Any]]:
         q = select(EVENTS).where(EVENTS.c.id > since_id).order_by(EVENTS.c.id)
         if job_id is not None:
