@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import math
 import os
 import queue
 import secrets
@@ -464,10 +465,9 @@ class Agent:
         self.idle_exit_s = idle_exit_s
         self.max_wait_s = max_wait_s
         self.give_up_s = give_up_s
-        #: keep polling when told EXIT (a standing local worker) instead of leaving
-        self.linger = linger
-        #: told EXIT, stay this long (s) idle before leaving (0: leave at once); see the module docstring
-        self.linger_for_s = linger_for_s
+        #: told EXIT, stay this long (s) idle before leaving (0: leave at once; ``linger``: for ever, a standing
+        #: local worker); see the module docstring
+        self.linger_for_s = math.inf if linger else linger_for_s
         #: When the current idle stretch's first EXIT came (``None``: not lingering).
         self.lingering_since: float | None = None
         self.started_at = time.time()
@@ -969,7 +969,8 @@ class Agent:
             return True
         if self.lingering_since is None:
             self.lingering_since = now
-            log.info("placeholder %s: no work left, lingering up to %.0f s", self.id, self.linger_for_s)
+            how_long = "for ever" if math.isinf(self.linger_for_s) else f"up to {self.linger_for_s:.0f} s"
+            log.info("placeholder %s: no work left, lingering %s", self.id, how_long)
             return False
         if now - self.lingering_since < self.linger_for_s:
             return False
@@ -1049,8 +1050,8 @@ class Agent:
                 self.lingering_since = None
                 continue
             if res is not None and not self.runs and not self.ahead:
-                if res.action == "exit" and not self.linger:
-                    told_exit = self._linger_over(now)
+                if res.action == "exit":
+                    told_exit = told_exit or self._linger_over(now)  # (an exit decided already stands)
                 if res.action == "wait":
                     self.lingering_since = None
                     idle_since = idle_since or now
