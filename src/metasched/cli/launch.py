@@ -58,8 +58,9 @@ def enabled(argv: list[str], environ: os._Environ[str] | dict[str, str] = os.env
     return True  # (no command: the help)
 
 
-#: A Unix socket's path must fit in 108 bytes (with the server's temporary suffix).
-MAX_SOCKET_PATH = 90
+#: Longest socket directory (bytes): a Unix socket's path has 108 bytes, NUL included, for the directory,
+#: ``/cmd-<16 hex>.sock`` (26) and the server's temporary ``.<pid>`` suffix (at most 8), with room to spare.
+MAX_SOCKET_DIR = 63
 
 
 def socket_dir() -> str | None:
@@ -68,7 +69,7 @@ def socket_dir() -> str | None:
     uid = os.getuid()
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     path = os.path.join(runtime, "metasched") if runtime and os.path.isabs(runtime) else ""
-    if not path or len(path) > MAX_SOCKET_PATH - 27:
+    if not path or len(path.encode()) > MAX_SOCKET_DIR:
         path = os.path.join("/tmp", f"metasched-{uid}")
     try:
         os.mkdir(path, 0o700)
