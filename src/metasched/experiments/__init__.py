@@ -8,3 +8,19 @@ Dask's through ``distributed``, and the metaqueue's, which lives on the ``runtim
 (:mod:`metasched.runtime.sweep_executor`) and is handed to the runner by the CLI, so the two
 drivers still never import each other.
 """
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def shared_dir(override: Path | None = None) -> Path:
+    """Where the papers' data are: ``override`` (a ``--shared`` option), else ``$METASCHED_SHARED``, else
+    ``<repository root>/../shared``."""
+    if override is not None:
+        return override
+    env = os.environ.get("METASCHED_SHARED")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3].parent / "shared"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -32,7 +31,7 @@ from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any
 
-from metasched.experiments import runner
+from metasched.experiments import runner, shared_dir
 from metasched.experiments.claims import Claim, Interval, Measure, Rows
 from metasched.experiments.traces import trace_words
 from metasched.model.job import Job
@@ -74,14 +73,6 @@ ROW_FIELDS: tuple[str, ...] = (
     "sim_s",
     "cpu_s",
 )
-
-
-def shared_dir() -> Path:
-    """``$METASCHED_SHARED``, else ``<repo root>/../shared`` (the repository's shared data)."""
-    env = os.environ.get("METASCHED_SHARED")
-    if env:
-        return Path(env)
-    return (Path(__file__).resolve().parents[3] / ".." / "shared").resolve()
 
 
 def default_trace() -> Path:

@@ -16,7 +16,6 @@ written by hand.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import math
@@ -43,7 +42,7 @@ from metasched.experiments.claims import (
     evaluate,
     robustness_table,
 )
-from metasched.sim.metrics import write_rows_csv
+from metasched.sim.metrics import read_rows_csv, write_rows_csv
 from metasched.sim.two_level import run_case
 from metasched.sim.two_level_metrics import cluster_metrics, stream_metrics, timing_metrics
 from metasched.workload.pasquali import PasqualiParams, generate_grid, generate_jobs
@@ -221,27 +220,14 @@ def read_csv_rows(path: Path) -> list[dict[str, Any]]:
     as the rows it was written from."""
     if not path.is_file():
         raise ReplotError(f"{path} not found; run the sweep first")
-    rows = []
-    with path.open(newline="") as fh:
-        for number, record in enumerate(csv.DictReader(fh), 2):
-            row: dict[str, Any] = {}
-            for k, text in record.items():
-                if k is None or text is None:
-                    raise ReplotError(f"{path}:{number}: not as many cells as columns")
-                if k in _TEXT_COLUMNS:
-                    row[k] = text
-                    continue
-                try:
-                    row[k] = int(text)
-                except ValueError:
-                    try:
-                        row[k] = float(text)
-                    except ValueError:
-                        raise ReplotError(f"{path}:{number}: {k} is not a number: {text!r}") from None
-            if not {"time_unit", "ta", "case", "rep"} <= row.keys() or row["case"] not in CASE_LABELS:
-                raise ReplotError(f"{path}:{number}: not a pasquali2010 row (time_unit, ta, known case, rep)")
-            row["ta"] = float(row["ta"])
-            rows.append(row)
+    try:
+        rows = read_rows_csv(path, _TEXT_COLUMNS)
+    except ValueError as exc:
+        raise ReplotError(str(exc)) from None
+    for number, row in enumerate(rows, 2):
+        if not {"time_unit", "ta", "case", "rep"} <= row.keys() or row["case"] not in CASE_LABELS:
+            raise ReplotError(f"{path}:{number}: not a pasquali2010 row (time_unit, ta, known case, rep)")
+        row["ta"] = float(row["ta"])
     if not rows:
         raise ReplotError(f"{path} holds no run")
     return rows

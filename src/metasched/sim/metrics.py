@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,32 @@ def write_rows_csv(path: Path, rows: Sequence[Mapping[str, Any]], *, float_forma
                 writer.writerow(row)
             else:
                 writer.writerow({k: format(v, float_format) if isinstance(v, float) else v for k, v in row.items()})
+
+
+def read_rows_csv(path: Path, text_columns: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The rows :func:`write_rows_csv` wrote, numbers back as numbers (``int`` when written as one, else
+    ``float``); the cells of ``text_columns`` stay text. A row with more or fewer cells than columns, or a
+    cell that is not a number, raises ``ValueError`` naming ``FILE:LINE`` and the column."""
+    texts = frozenset(text_columns)
+    rows = []
+    with path.open(newline="") as fh:
+        for number, record in enumerate(csv.DictReader(fh), 2):
+            row: dict[str, Any] = {}
+            for key, text in record.items():
+                if key is None or text is None:
+                    raise ValueError(f"{path}:{number}: not as many cells as columns")
+                if key in texts:
+                    row[key] = text
+                    continue
+                try:
+                    row[key] = int(text)
+                except ValueError:
+                    try:
+                        row[key] = float(text)
+                    except ValueError:
+                        raise ValueError(f"{path}:{number}: {key} is not a number: {text!r}") from None
+            rows.append(row)
+    return rows
 
 
 def write_summary_json(summary: dict[str, Any], path: Path) -> None:

@@ -10,16 +10,20 @@ is done by :mod:`metasched.experiments`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from metasched.cli.main import LazyGroup
+from metasched.experiments import shared_dir
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 EXPERIMENTS: dict[str, tuple[str | tuple[str, ...], str]] = {
     "ernemann2002": (
@@ -91,12 +95,13 @@ ReplotOpt = Annotated[bool, typer.Option("--replot", help="Do not simulate: redo
 PARTIAL = "runs.partial.jsonl"
 
 
-def shared_dir() -> Path:
-    """``$METASCHED_SHARED``, else ``<repo root>/../shared``."""
-    env = os.environ.get("METASCHED_SHARED")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[4].parent / "shared"
+def progress_bar(name: str, console: Console) -> Progress:
+    """The sweep's progress line: its name, a bar, runs done of all, time elapsed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn(f"[bold]{name}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
 
 
 def resolve_traces(specs: list[str]) -> list[tuple[str, Path]]:

@@ -20,8 +20,10 @@ from metasched.cli.experiment import (
     WorkersOpt,
     app,
     executor_for,
+    progress_bar,
+    shared_dir,
 )
-from metasched.cli.experiment.smartnet1998 import progress_bar, read_rows, shared_dir
+from metasched.cli.experiment.smartnet1998 import read_rows
 
 SETUP = "setup.json"
 

@@ -11,10 +11,18 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from metasched.cli.experiment import PARTIAL, ExecutorOpt, ResumeOpt, WorkersOpt, app, executor_for, resolve_traces
+from metasched.cli.experiment import (
+    PARTIAL,
+    ExecutorOpt,
+    ResumeOpt,
+    WorkersOpt,
+    app,
+    executor_for,
+    progress_bar,
+    resolve_traces,
+)
 from metasched.experiments import ernemann2002 as exp
 from metasched.experiments.claims import FAILS, HOLDS, evaluate
 from metasched.experiments.ernemann2002_figures import (
@@ -133,14 +141,7 @@ def ernemann2002(
     with (
         journal.open(resume=resume) as log,
         executor_for(executor, workers=workers, out=out) as pool,
-        Progress(
-            TextColumn("[bold]ernemann2002[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress,
+        progress_bar("ernemann2002", console) as progress,
     ):
         task = progress.add_task("runs", total=None)
 

@@ -7,10 +7,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from metasched.cli.experiment import PARTIAL, ExecutorOpt, ReplotOpt, ResumeOpt, app, executor_for
+from metasched.cli.experiment import PARTIAL, ExecutorOpt, ReplotOpt, ResumeOpt, app, executor_for, progress_bar
 from metasched.experiments.pasquali2010 import (
     CASE_LABELS,
     STUDIES,
@@ -98,9 +97,7 @@ def pasquali2010(
     with (
         journal.open(resume=resume) as log,
         executor_for(executor, workers=workers, out=out) as pool,
-        Progress(
-            TextColumn("pasquali2010"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        ) as bar,
+        progress_bar("pasquali2010", console) as bar,
     ):
         task = bar.add_task("runs", total=total)
         rows, timings = run(

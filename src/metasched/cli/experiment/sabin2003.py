@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from metasched.cli.experiment import (
@@ -25,6 +24,7 @@ from metasched.cli.experiment import (
     WorkersOpt,
     app,
     executor_for,
+    progress_bar,
     resolve_traces,
 )
 from metasched.experiments import sabin2003 as exp
@@ -151,9 +151,7 @@ def sabin2003(
         console.print(f"resuming: {len(earlier)} simulations already in {journal.path}")
     started = time.perf_counter()
     with (
-        Progress(
-            TextColumn("[bold]sabin2003[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        ) as progress,
+        progress_bar("sabin2003", console) as progress,
         journal.open(resume=resume) as log,
         executor_for(executor, workers=workers, out=out) as pool,
     ):
@@ -196,13 +194,7 @@ def _run_study(
     console.print(escape(f"study {study.name}: {', '.join(variants)}; {n_tasks} simulations"))
     started = time.perf_counter()
     with (
-        Progress(
-            TextColumn(f"[bold]{study.name}[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress,
+        progress_bar(study.name, console) as progress,
         executor_for(executor, workers=workers, out=out) as pool,
     ):
         bar = progress.add_task("runs", total=n_tasks)

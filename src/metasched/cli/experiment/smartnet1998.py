@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import shlex
 import sys
@@ -12,7 +11,6 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from metasched.cli.experiment import (
@@ -24,45 +22,24 @@ from metasched.cli.experiment import (
     WorkersOpt,
     app,
     executor_for,
+    progress_bar,
+    shared_dir,
 )
-from metasched.cli.experiment import shared_dir as default_shared
 
 #: The sweep as run (setups, sizes, seed), for ``--replot``.
 SETUP = "setup.json"
 
 
-def shared_dir(override: Path | None) -> Path:
-    """``--shared``, else ``$METASCHED_SHARED``, else ``<repo root>/../shared``."""
-    return override if override is not None else default_shared()
-
-
-def progress_bar(name: str, console: Console) -> Progress:
-    return Progress(
-        TextColumn(f"[bold]{name}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    )
-
-
 def read_rows(path: Path, text_columns: frozenset[str]) -> list[dict[str, Any]]:
-    """A CSV written by the experiment, numbers back as numbers (``int`` if written as one)."""
+    """A CSV written by the experiment, numbers back as numbers (``int`` if written as one); none if absent."""
+    from metasched.sim.metrics import read_rows_csv
+
     if not path.is_file():
         return []
-    rows = []
-    with path.open(newline="") as fh:
-        for number, record in enumerate(csv.DictReader(fh), 2):
-            row: dict[str, Any] = {}
-            for key, text in record.items():
-                if key in text_columns:
-                    row[key] = text
-                    continue
-                try:
-                    row[key] = int(text)
-                except ValueError:
-                    try:
-                        row[key] = float(text)
-                    except ValueError:
-                        raise typer.BadParameter(f"{path}:{number}: {key} is not a number: {text!r}") from None
-            rows.append(row)
-    return rows
+    try:
+        return read_rows_csv(path, text_columns)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 @app.command("smartnet1998")
