@@ -62,6 +62,17 @@ def test_done_tasks_are_not_run_again() -> None:
     assert seen == [1, 4] and rows[1]["value"] == -1 and [r["task"] for r in rows] == [1, 3, 4]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_counts_the_done_tasks_first_then_each_finished_one(workers: int) -> None:
+    calls: list[int] = []
+    done = {3: {"task": 3, "value": -1, "pid": 0}, 5: {"task": 5, "value": -1, "pid": 0}}
+    runner.run_sweep(2, [1, 3, 4, 5], _square, workers=workers, done=done, progress=calls.append)
+    assert calls == [2, 1, 1]
+    calls.clear()
+    runner.run_sweep(2, [1, 4], _square, workers=workers, progress=calls.append)
+    assert calls == [1, 1]  # (nothing done before: no call for it)
+
+
 def test_journal_resumes_refuses_other_inputs_and_drops_a_cut_last_line(tmp_path: Path) -> None:
     path = tmp_path / "runs.partial.jsonl"
     with runner.Journal(path, {"seed": 1}).open(resume=False) as log:

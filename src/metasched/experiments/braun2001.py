@@ -170,11 +170,7 @@ def run(
     def finished(_task: Task, row: Row) -> None:
         if on_done is not None:
             on_done(row)
-        if progress is not None:
-            progress(1)
 
-    if progress is not None and earlier:
-        progress(sum(t in earlier for t in tasks))
     raw = run_sweep(
         ctx,
         tasks,
@@ -184,6 +180,7 @@ def run(
         stage_dir=stage_dir,
         done=earlier,
         on_done=finished,
+        progress=progress,
         order=lambda t: t[1] not in SEARCH_KEYS and t[1] not in CONFIGS,  # the long searches first
     )
     bounds = {n: lp_bound(i) for n, i in insts.items()} if lp_bounds else {}

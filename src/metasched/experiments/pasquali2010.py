@@ -147,14 +147,10 @@ def run(
     tasks = tasks_of(cfg)
     by_key = {(t[0], t[1], t[2], t[3]): t for t in tasks}
     earlier = {by_key[k]: r for r in done if (k := record_key(r)) in by_key}
-    if progress is not None and earlier:
-        progress(len(earlier))
 
     def finished(_task: Task, record: dict[str, Any]) -> None:
         if on_record is not None:
             on_record(record)
-        if progress is not None:
-            progress(1)
 
     t0 = time.perf_counter()
     records = runner.run_sweep(
@@ -166,6 +162,7 @@ def run(
         stage_dir=out / "stage",
         done=earlier,
         on_done=finished,
+        progress=progress,
         order=_cost,
         meanwhile=_load_plotting,
     )

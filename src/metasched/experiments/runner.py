@@ -110,6 +110,7 @@ def run_sweep(
     on_done: Callable[[T, Row], None] | None = None,
     meanwhile: Callable[[], None] | None = None,
     order: Callable[[T], Any] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Row]:
     """Run ``work(context, task)`` for every task not in ``done``; every task's row, in ``tasks`` order.
 
@@ -117,17 +118,22 @@ def run_sweep(
     only). ``order``: a sort key to submit the tasks by (e.g. the longest first); submission order
     never changes the rows. ``meanwhile`` is called once in this process while the runs go (first,
     with one local worker). ``stage_dir``: where the context is staged for a non-local executor.
+    ``progress(k)``: k more tasks have their row (first the ones in ``done``, then one per finished task).
     """
     done = dict(done or {})
     todo = [t for t in tasks if t not in done]
     if order is not None:
         todo.sort(key=order)
     results: dict[T, Row] = dict(done)
+    if progress is not None and len(todo) < len(tasks):
+        progress(len(tasks) - len(todo))
 
     def finish(task: T, row: Row) -> None:
         results[task] = row
         if on_done is not None:
             on_done(task, row)
+        if progress is not None:
+            progress(1)
 
     if executor is None and workers <= 1:
         if meanwhile:

@@ -269,13 +269,17 @@ def run(
     def finished(_task: Task, row: Row) -> None:
         if on_done is not None:
             on_done(row)
-        if progress is not None:
-            progress(1)
 
-    if progress is not None and earlier:
-        progress(sum(t in earlier for t in tasks))
     chunks = run_sweep(
-        ctx, tasks, _work, executor=executor, workers=workers, stage_dir=stage_dir, done=earlier, on_done=finished
+        ctx,
+        tasks,
+        _work,
+        executor=executor,
+        workers=workers,
+        stage_dir=stage_dir,
+        done=earlier,
+        on_done=finished,
+        progress=progress,
     )
     ratios = [r for c in chunks if c["kind"] == "ratios" for r in c["rows"]]
     noise = [r for c in chunks if c["kind"] == "noise" for r in c["rows"]]
