@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,6 +24,8 @@ from metasched.experiments import shared_dir
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
+
+    from metasched.experiments.runner import Journal
 
 EXPERIMENTS: dict[str, tuple[str | tuple[str, ...], str]] = {
     "ernemann2002": (
@@ -102,6 +104,23 @@ def progress_bar(name: str, console: Console) -> Progress:
     return Progress(
         TextColumn(f"[bold]{name}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     )
+
+
+def open_journal(
+    out: Path, inputs: dict[str, Any], *, resume: bool, console: Console, what: str
+) -> tuple[Journal, list[Any]]:
+    """The sweep's journal in ``out`` (for these inputs) and, with ``--resume``, the records it already holds
+    (announced as ``what``: simulations, runs, ...); a journal of other inputs is a usage error of ``--resume``."""
+    from metasched.experiments.runner import Journal, JournalError
+
+    journal = Journal(out / PARTIAL, inputs)
+    try:
+        earlier = journal.read() if resume else []
+    except JournalError as err:
+        raise typer.BadParameter(str(err), param_hint="--resume") from None
+    if earlier:
+        console.print(f"resuming: {len(earlier)} {what} already in {journal.path}")
+    return journal, earlier
 
 
 def resolve_traces(specs: list[str]) -> list[tuple[str, Path]]:

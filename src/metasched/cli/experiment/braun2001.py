@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 
 from metasched.cli.experiment import (
-    PARTIAL,
     ExecutorOpt,
     OutOpt,
     ReplotOpt,
@@ -20,6 +19,7 @@ from metasched.cli.experiment import (
     WorkersOpt,
     app,
     executor_for,
+    open_journal,
     progress_bar,
     shared_dir,
 )
@@ -77,7 +77,6 @@ def braun2001_cmd(
     to do only what is missing.
     """
     from metasched.experiments import braun2001 as exp
-    from metasched.experiments.runner import Journal, JournalError
     from metasched.workload.etc import BRAUN_NAMES
 
     console = Console()
@@ -104,13 +103,9 @@ def braun2001_cmd(
         raise typer.BadParameter(f"{err} (set --shared or METASCHED_SHARED)") from None
     out.mkdir(parents=True, exist_ok=True)
     record = {"instances": names, "mappers": keys, "iterations": budget_map, "seed": seed}
-    journal = Journal(out / PARTIAL, {**record, "etc_dir": str(etc_dir.resolve())})
-    try:
-        earlier = journal.read() if resume else []
-    except JournalError as err:
-        raise typer.BadParameter(str(err), param_hint="--resume") from None
-    if earlier:
-        console.print(f"resuming: {len(earlier)} mappings already in {journal.path}")
+    journal, earlier = open_journal(
+        out, {**record, "etc_dir": str(etc_dir.resolve())}, resume=resume, console=console, what="mappings"
+    )
     with (
         journal.open(resume=resume) as log,
         executor_for(executor, workers=workers, out=out) as pool,

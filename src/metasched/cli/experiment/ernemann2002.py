@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.table import Table
 
 from metasched.cli.experiment import (
-    PARTIAL,
     ExecutorOpt,
     ResumeOpt,
     WorkersOpt,
     app,
     executor_for,
+    open_journal,
     progress_bar,
     resolve_traces,
 )
@@ -32,7 +32,6 @@ from metasched.experiments.ernemann2002_figures import (
     write_rows,
     write_study,
 )
-from metasched.experiments.runner import Journal, JournalError
 from metasched.model.job import Job
 from metasched.workload.info import describe
 
@@ -131,13 +130,7 @@ def ernemann2002(
     }
     if [label for label, _ in resolved] == ["CTC"]:
         inputs["trace"] = inputs.pop("traces")["CTC"]  # the journal of a one-trace sweep, as before
-    journal = Journal(out / PARTIAL, inputs)
-    try:
-        earlier = journal.read() if resume else []
-    except JournalError as err:
-        raise typer.BadParameter(str(err), param_hint="--resume") from None
-    if earlier:
-        console.print(f"resuming: {len(earlier)} simulations already in {journal.path}")
+    journal, earlier = open_journal(out, inputs, resume=resume, console=console, what="simulations")
     with (
         journal.open(resume=resume) as log,
         executor_for(executor, workers=workers, out=out) as pool,

@@ -9,7 +9,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from metasched.cli.experiment import PARTIAL, ExecutorOpt, ReplotOpt, ResumeOpt, app, executor_for, progress_bar
+from metasched.cli.experiment import (
+    ExecutorOpt,
+    ReplotOpt,
+    ResumeOpt,
+    app,
+    executor_for,
+    open_journal,
+    progress_bar,
+)
 from metasched.experiments.pasquali2010 import (
     CASE_LABELS,
     STUDIES,
@@ -20,7 +28,6 @@ from metasched.experiments.pasquali2010 import (
     replot,
     run,
 )
-from metasched.experiments.runner import Journal, JournalError
 from metasched.workload.pasquali import PasqualiParams
 
 
@@ -87,13 +94,7 @@ def pasquali2010(
         raise typer.BadParameter(str(exc)) from exc
     total = len(cfg.time_units) * len(cfg.tas) * len(cfg.cases) * cfg.repetitions
     inputs = {k: v for k, v in config_dict(cfg).items() if k != "workers"}
-    journal = Journal(out / PARTIAL, inputs)
-    try:
-        earlier = journal.read() if resume else []
-    except JournalError as err:
-        raise typer.BadParameter(str(err), param_hint="--resume") from None
-    if earlier:
-        console.print(f"resuming: {len(earlier)} runs already in {journal.path}")
+    journal, earlier = open_journal(out, inputs, resume=resume, console=console, what="runs")
     with (
         journal.open(resume=resume) as log,
         executor_for(executor, workers=workers, out=out) as pool,

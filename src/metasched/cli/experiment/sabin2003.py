@@ -16,7 +16,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from metasched.cli.experiment import (
-    PARTIAL,
     ExecutorOpt,
     OutOpt,
     ReplotOpt,
@@ -24,11 +23,11 @@ from metasched.cli.experiment import (
     WorkersOpt,
     app,
     executor_for,
+    open_journal,
     progress_bar,
     resolve_traces,
 )
 from metasched.experiments import sabin2003 as exp
-from metasched.experiments.runner import Journal, JournalError
 from metasched.experiments.traces import trace_words
 from metasched.workload.swf import read_swf_head
 
@@ -142,13 +141,7 @@ def sabin2003(
         "platform": exp.platform_inputs(sites),
         "traces": {n: d.procs for n, d in data.items()},
     }
-    journal = Journal(out / PARTIAL, inputs)
-    try:
-        earlier = journal.read() if resume else []
-    except JournalError as err:
-        raise typer.BadParameter(str(err), param_hint="--resume") from None
-    if earlier:
-        console.print(f"resuming: {len(earlier)} simulations already in {journal.path}")
+    journal, earlier = open_journal(out, inputs, resume=resume, console=console, what="simulations")
     started = time.perf_counter()
     with (
         progress_bar("sabin2003", console) as progress,

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 from metasched.cli.experiment import (
-    PARTIAL,
     ExecutorOpt,
     OutOpt,
     ReplotOpt,
@@ -22,6 +21,7 @@ from metasched.cli.experiment import (
     WorkersOpt,
     app,
     executor_for,
+    open_journal,
     progress_bar,
     shared_dir,
 )
@@ -77,7 +77,6 @@ def smartnet1998_cmd(
     --resume to do only what is missing.
     """
     from metasched.experiments import smartnet1998 as exp
-    from metasched.experiments.runner import Journal, JournalError
     from metasched.workload.etc import NasTable
 
     console = Console()
@@ -113,13 +112,9 @@ def smartnet1998_cmd(
         "study": study,
         "setups": [asdict(s) for s in setups],
     }
-    journal = Journal(out / PARTIAL, {**setup_record, "nas": str(csv_path.resolve())})
-    try:
-        earlier = journal.read() if resume else []
-    except JournalError as err:
-        raise typer.BadParameter(str(err), param_hint="--resume") from None
-    if earlier:
-        console.print(f"resuming: {len(earlier)} chunks already in {journal.path}")
+    journal, earlier = open_journal(
+        out, {**setup_record, "nas": str(csv_path.resolve())}, resume=resume, console=console, what="chunks"
+    )
     total = len(exp.sweep_tasks(setups, problems=problems, noise_problems=noise_problems))
     with (
         journal.open(resume=resume) as log,
