@@ -27,6 +27,7 @@ from metasched.experiments.ernemann2002 import (
     workload_traces,
 )
 from metasched.report.plots import pyplot
+from metasched.sim.metrics import read_rows_csv
 
 Key = tuple[str, str, str, int, float]
 
@@ -40,14 +41,8 @@ def write_rows(rows: Iterable[Mapping[str, Any]], path: Path) -> None:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows written by :func:`write_rows`, with numbers as numbers."""
-    ints = {"modification", "jobs", "split_jobs"}
-    texts = {"workload", "config", "scenario"}
-    with path.open(newline="") as fh:
-        return [
-            {k: (v if k in texts else int(v) if k in ints else float(v)) for k, v in row.items()}
-            for row in csv.DictReader(fh)
-        ]
+    """Rows written by :func:`write_rows`, with numbers as numbers (``int`` where written as one)."""
+    return read_rows_csv(path, ("workload", "config", "scenario"))
 
 
 def _index(rows: Iterable[Mapping[str, Any]]) -> dict[Key, float]:
